@@ -1,0 +1,10 @@
+// What the GPU side of the build can see. Compiled from device_info.cu when CUDA is built,
+// from device_info_none.cpp otherwise, so that callers need no #ifdef.
+#pragma once
+#include <string>
+
+namespace distmm {
+bool gpu_support_built();
+int gpu_count();            // 0 when none is visible or CUDA is not built
+std::string gpu_summary();  // "2 x NVIDIA H100 80GB HBM3 (sm_90)" or why there are none
+}  // namespace distmm

@@ -1,0 +1,7 @@
+#include "device_info.hpp"
+
+namespace distmm {
+bool gpu_support_built() { return false; }
+int gpu_count() { return 0; }
+std::string gpu_summary() { return "none (built without CUDA: configure with -DDISTMM_CUDA=ON)"; }
+}  // namespace distmm

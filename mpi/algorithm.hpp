@@ -1,0 +1,89 @@
+// The distributed-algorithm interface. Each algorithm decides the layout of A (m x k), B (k x n)
+// and C (m x n) over the ranks, multiplies with the local engine through Engine::gemm alone, and
+// knows its own analytic communication and memory.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "../node/engine.hpp"
+#include "../src/matrix.hpp"
+#include "comm.hpp"
+#include "partition.hpp"
+
+namespace distmm {
+
+struct GemmShape {
+  index_t m = 0, n = 0, k = 0;
+};
+
+struct AlgoOptions {
+  index_t panel = 0;          // SUMMA panel width (0 = automatic)
+  int grid_rows = 0;          // SUMMA/ScaLAPACK grid rows (0 = automatic)
+  index_t scalapack_nb = 256; // ScaLAPACK block size
+  std::string caps_steps;     // CAPS: "BBD" etc., empty = automatic
+  std::string formula = "strassen";  // CAPS: strassen | winograd
+  std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
+};
+
+// Words and messages per rank under comm.hpp's counting convention, exact for this layout.
+struct CommEstimate {
+  double words_max = 0, words_mean = 0, messages_max = 0;
+};
+
+class DistAlgorithm {
+ public:
+  virtual ~DistAlgorithm() = default;
+  virtual std::string name() const = 0;
+  virtual std::string layout() const = 0;  // grid shape and steps, for the report
+  virtual const Piece& piece_a() const = 0;
+  virtual const Piece& piece_b() const = 0;
+  virtual const Piece& piece_c() const = 0;
+  // C = alpha A B + beta C on the local pieces.
+  virtual void multiply(Engine& e, float alpha, const Matrix<float>& A, const Matrix<float>& B,
+                        float beta, Matrix<float>& C) = 0;
+  virtual void multiply(Engine& e, double alpha, const Matrix<double>& A, const Matrix<double>& B,
+                        double beta, Matrix<double>& C) = 0;
+  // Peak bytes this rank holds during multiply(), inputs and outputs included.
+  virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
+  virtual CommEstimate analytic() const = 0;
+  // False where the algorithm calls its own BLAS (ScaLAPACK): the engine is not used.
+  virtual bool uses_engine() const { return true; }
+  // Set when communication is not routed through comm.hpp (ScaLAPACK): no measured counts.
+  virtual bool counts_words() const { return true; }
+};
+
+template <class Derived>
+class AlgorithmBase : public DistAlgorithm {
+ public:
+  void multiply(Engine& e, float alpha, const Matrix<float>& A, const Matrix<float>& B, float beta,
+                Matrix<float>& C) override {
+    static_cast<Derived*>(this)->template run<float>(e, alpha, A, B, beta, C);
+  }
+  void multiply(Engine& e, double alpha, const Matrix<double>& A, const Matrix<double>& B,
+                double beta, Matrix<double>& C) override {
+    static_cast<Derived*>(this)->template run<double>(e, alpha, A, B, beta, C);
+  }
+};
+
+// Per-rank words and messages to the estimate's max and mean (over all P ranks).
+struct EstimateAccumulator {
+  CommEstimate e;
+  int ranks = 0;
+  void add(double words, double messages) {
+    e.words_max = std::max(e.words_max, words);
+    e.messages_max = std::max(e.messages_max, messages);
+    e.words_mean += words;
+    ++ranks;
+  }
+  CommEstimate done(int P) {
+    e.words_mean /= std::max(P, 1);
+    return e;
+  }
+};
+
+std::vector<std::string> algorithm_names();  // including "auto"
+// Throws UsageError when the world's rank count does not fit, naming the valid counts.
+std::unique_ptr<DistAlgorithm> make_algorithm(const std::string& name, const Comm& world,
+                                              GemmShape shape, const AlgoOptions& opts);
+
+}  // namespace distmm

@@ -1,0 +1,47 @@
+#include <functional>
+#include <map>
+
+#include "algorithms.hpp"
+#include "grid.hpp"
+
+namespace distmm {
+namespace {
+
+using Factory = std::function<std::unique_ptr<DistAlgorithm>(const Comm&, GemmShape,
+                                                             const AlgoOptions&)>;
+
+const std::map<std::string, Factory>& registry() {
+  static const std::map<std::string, Factory> r = {
+      {"summa", make_summa},   {"cannon", make_cannon}, {"dns", make_dns},
+      {"scalapack", make_scalapack},
+  };
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names{"auto"};
+  for (const auto& [k, v] : registry()) names.push_back(k);
+  return names;
+}
+
+std::unique_ptr<DistAlgorithm> make_algorithm(const std::string& name, const Comm& world,
+                                              GemmShape shape, const AlgoOptions& opts) {
+  if (name == "auto") {
+    // Cannon's k-long local products run BLAS at its best and it moves no more than SUMMA;
+    // SUMMA takes every other rank count.
+    const int P = world.size();
+    return (P > 1 && exact_root(P, 2)) ? make_cannon(world, shape, opts)
+                                       : make_summa(world, shape, opts);
+  }
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& n : algorithm_names()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("unknown algorithm '" + name + "': use one of " + known);
+  }
+  return it->second(world, shape, opts);
+}
+
+}  // namespace distmm

@@ -1,0 +1,13 @@
+// Factories of the distributed algorithms, one file each: summa.cpp, cannon.cpp, dns.cpp,
+// scalapack.cpp, caps.cpp.
+#pragma once
+#include "algorithm.hpp"
+
+namespace distmm {
+
+std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const AlgoOptions& o);
+std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const AlgoOptions& o);
+std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions& o);
+std::unique_ptr<DistAlgorithm> make_scalapack(const Comm& world, GemmShape s, const AlgoOptions& o);
+
+}  // namespace distmm

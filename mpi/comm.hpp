@@ -1,0 +1,168 @@
+// A thin, counted layer over MPI. Every word a distributed algorithm moves passes through it,
+// so the report can put measured words and messages per rank next to the analytic counts.
+//
+// Counting convention: a point-to-point message is charged to its sender. A broadcast charges
+// `count` words (one message) to every rank except the root, a reduction charges `count` words
+// to every rank except the root. In any tree that MPI picks, each non-root of a broadcast receives
+// the payload exactly once and each non-root of a reduction sends its partial sum exactly once,
+// so totals over ranks are exact whatever the tree, and each transfer is counted once.
+#pragma once
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../src/types.hpp"
+
+namespace distmm {
+
+struct CommCounters {
+  std::int64_t words_sent = 0;
+  std::int64_t messages_sent = 0;
+};
+CommCounters& comm_counters();  // this process's counters
+
+template <class T> MPI_Datatype mpi_type();
+template <> inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <> inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <> inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+template <> inline MPI_Datatype mpi_type<int>() { return MPI_INT; }
+
+// MPI counts are int: a larger message is a user-facing limit, not a crash.
+int mpi_count(index_t n);
+
+class Requests {
+ public:
+  Requests() = default;
+  Requests(const Requests&) = delete;
+  Requests& operator=(const Requests&) = delete;
+  ~Requests() { wait_all(); }
+  void add(MPI_Request r) { reqs_.push_back(r); }
+  void wait_all() {
+    if (!reqs_.empty()) MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+    reqs_.clear();
+  }
+  // Lets MPI progress outstanding transfers (Open MPI progresses only inside MPI calls).
+  void poke() {
+    int flag;
+    if (!reqs_.empty())
+      MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE);
+  }
+
+ private:
+  std::vector<MPI_Request> reqs_;
+};
+
+// Owns (or borrows, for MPI_COMM_WORLD) a communicator; frees it on destruction.
+class Comm {
+ public:
+  Comm() = default;
+  Comm(MPI_Comm c, bool owned) : c_(c), owned_(owned) {
+    if (c_ != MPI_COMM_NULL) {
+      MPI_Comm_rank(c_, &rank_);
+      MPI_Comm_size(c_, &size_);
+    }
+  }
+  static Comm world() { return Comm(MPI_COMM_WORLD, false); }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  Comm(Comm&& o) noexcept { *this = std::move(o); }
+  Comm& operator=(Comm&& o) noexcept {
+    if (this != &o) {
+      release();
+      c_ = std::exchange(o.c_, MPI_COMM_NULL);
+      owned_ = std::exchange(o.owned_, false);
+      rank_ = o.rank_;
+      size_ = o.size_;
+    }
+    return *this;
+  }
+  ~Comm() { release(); }
+
+  MPI_Comm get() const { return c_; }
+  bool valid() const { return c_ != MPI_COMM_NULL; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  Comm split(int color, int key) const;
+  Comm dup() const;
+
+  void barrier() const { MPI_Barrier(c_); }
+
+  template <class T>
+  void send(const T* buf, index_t n, int dest, int tag) const {
+    count_send(n);
+    MPI_Send(buf, mpi_count(n), mpi_type<T>(), dest, tag, c_);
+  }
+  template <class T>
+  void recv(T* buf, index_t n, int src, int tag) const {
+    MPI_Recv(buf, mpi_count(n), mpi_type<T>(), src, tag, c_, MPI_STATUS_IGNORE);
+  }
+  template <class T>
+  void isend(const T* buf, index_t n, int dest, int tag, Requests& rq) const {
+    count_send(n);
+    MPI_Request r;
+    MPI_Isend(buf, mpi_count(n), mpi_type<T>(), dest, tag, c_, &r);
+    rq.add(r);
+  }
+  template <class T>
+  void irecv(T* buf, index_t n, int src, int tag, Requests& rq) const {
+    MPI_Request r;
+    MPI_Irecv(buf, mpi_count(n), mpi_type<T>(), src, tag, c_, &r);
+    rq.add(r);
+  }
+  template <class T>
+  void bcast(T* buf, index_t n, int root) const {
+    if (rank_ != root) count_send(n);
+    MPI_Bcast(buf, mpi_count(n), mpi_type<T>(), root, c_);
+  }
+  template <class T>
+  void ibcast(T* buf, index_t n, int root, Requests& rq) const {
+    if (rank_ != root) count_send(n);
+    MPI_Request r;
+    MPI_Ibcast(buf, mpi_count(n), mpi_type<T>(), root, c_, &r);
+    rq.add(r);
+  }
+  // out may alias nothing; on the root out receives the sum.
+  template <class T>
+  void reduce_sum(const T* in, T* out, index_t n, int root) const {
+    if (rank_ != root) count_send(n);
+    MPI_Reduce(rank_ == root && in == out ? MPI_IN_PLACE : in, out, mpi_count(n), mpi_type<T>(),
+               MPI_SUM, root, c_);
+  }
+  // Not counted: used by verification and bookkeeping, outside the timed multiply.
+  template <class T>
+  void allreduce_sum_uncounted(T* inout, index_t n) const {
+    MPI_Allreduce(MPI_IN_PLACE, inout, mpi_count(n), mpi_type<T>(), MPI_SUM, c_);
+  }
+  template <class T>
+  T allreduce_max_uncounted(T v) const {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, c_);
+    return v;
+  }
+  // True on every rank when `flag` is true on any rank: ranks agree before leaving together.
+  bool any(bool flag) const;
+
+ private:
+  static void count_send(index_t n) {
+    comm_counters().words_sent += n;
+    comm_counters().messages_sent += 1;
+  }
+  void release() {
+    if (owned_ && c_ != MPI_COMM_NULL) MPI_Comm_free(&c_);
+    c_ = MPI_COMM_NULL;
+    owned_ = false;
+  }
+  MPI_Comm c_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = 0, size_ = 0;
+};
+
+// Ranks sharing this node (MPI_Comm_split_type SHARED), for thread and GPU budgets.
+int node_local_rank();
+int node_local_size();
+
+}  // namespace distmm

@@ -1,0 +1,67 @@
+#include "distribution.hpp"
+
+namespace distmm {
+
+namespace {
+std::vector<index_t> encode(const Piece& p) {
+  std::vector<index_t> e{static_cast<index_t>(p.row_runs.size()),
+                         static_cast<index_t>(p.col_runs.size())};
+  for (const auto& r : p.row_runs) e.insert(e.end(), {r.global, r.length});
+  for (const auto& r : p.col_runs) e.insert(e.end(), {r.global, r.length});
+  return e;
+}
+Piece decode(const std::vector<index_t>& e) {
+  Piece p;
+  std::size_t at = 2;
+  for (index_t t = 0; t < e[0]; ++t, at += 2) p.row_runs.push_back({e[at], e[at + 1]});
+  for (index_t t = 0; t < e[1]; ++t, at += 2) p.col_runs.push_back({e[at], e[at + 1]});
+  return p;
+}
+}  // namespace
+
+template <class T>
+Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root) {
+  const int tag_meta = 9001, tag_data = 9002;
+  std::vector<index_t> meta = encode(M.piece);
+  Matrix<T> out;
+  if (comm.rank() != root) {
+    index_t len = static_cast<index_t>(meta.size());
+    MPI_Send(&len, 1, MPI_INT64_T, root, tag_meta, comm.get());
+    MPI_Send(meta.data(), mpi_count(len), MPI_INT64_T, root, tag_meta, comm.get());
+    if (M.local.size() > 0)
+      MPI_Send(M.local.data(), mpi_count(M.local.size()), mpi_type<T>(), root, tag_data, comm.get());
+    return out;
+  }
+  out.resize(M.rows, M.cols);
+  out.fill(T(0));
+  auto place = [&](const Piece& p, const T* data) {
+    index_t ld = std::max<index_t>(p.rows(), 1);
+    for_each_run_block(p, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr,
+                              index_t nc) {
+      for (index_t j = 0; j < nc; ++j)
+        std::copy(data + lr + (lc + j) * ld, data + lr + (lc + j) * ld + nr,
+                  &out(gr, gc + j));
+    });
+  };
+  place(M.piece, M.local.data());
+  std::vector<T> buf;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == root) continue;
+    index_t len;
+    MPI_Recv(&len, 1, MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
+    std::vector<index_t> e(static_cast<std::size_t>(len));
+    MPI_Recv(e.data(), mpi_count(len), MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
+    Piece p = decode(e);
+    index_t n = p.rows() * p.cols();
+    if (n == 0) continue;
+    buf.resize(static_cast<std::size_t>(n));
+    MPI_Recv(buf.data(), mpi_count(n), mpi_type<T>(), r, tag_data, comm.get(), MPI_STATUS_IGNORE);
+    place(p, buf.data());
+  }
+  return out;
+}
+
+template Matrix<float> gather_to_root(const DistMatrix<float>&, const Comm&, int);
+template Matrix<double> gather_to_root(const DistMatrix<double>&, const Comm&, int);
+
+}  // namespace distmm

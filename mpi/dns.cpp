@@ -1,0 +1,117 @@
+// DNS (Dekel, Nassimi & Sahni 1981; seed 002) on a q x q x q grid, P = q^3. The base plane
+// l = 0 holds A(i, j), B(i, j) and C(i, j) in q x q blocks. A(i, j) moves to plane j and B(i, j) to
+// plane i; in plane l, A(i, l) is broadcast along j and B(l, j) along i, so that rank (i, j, l)
+// computes A(i, l) B(l, j); the q partial products are summed along l back onto the base plane.
+#include <cmath>
+
+#include "algorithms.hpp"
+#include "grid.hpp"
+
+namespace distmm {
+namespace {
+
+class Dns final : public AlgorithmBase<Dns> {
+ public:
+  Dns(const Comm& world, GemmShape s, int q)
+      : s_(s), q_(q), grid_(world, {q, q, q}, false), pm_{s.m, q}, pn_{s.n, q}, pk_{s.k, q} {
+    int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
+    depth_ = grid_.along({2});  // fixed (i, j), rank = l
+    row_ = grid_.along({1});    // fixed (i, l), rank = j
+    col_ = grid_.along({0});    // fixed (j, l), rank = i
+    if (l == 0) {
+      pa_ = Piece::block(pm_.start(i), pm_.size(i), pk_.start(j), pk_.size(j));
+      pb_ = Piece::block(pk_.start(i), pk_.size(i), pn_.start(j), pn_.size(j));
+      pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+    }
+  }
+
+  std::string name() const override { return "dns"; }
+  std::string layout() const override { return grid_.shape() + " grid"; }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
+    // base plane: own A, B, C plus the plane-0 copies; others: A, B and a partial C.
+    index_t words = 2 * mi * kl + 2 * kl * nj + 2 * mi * nj;
+    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, kl, dt);
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int i = 0; i < q_; ++i)
+      for (int j = 0; j < q_; ++j)
+        for (int l = 0; l < q_; ++l) {
+          double words = 0, msgs = 0, mi = double(pm_.size(i)), nj = double(pn_.size(j));
+          if (l == 0 && j != 0) words += mi * pk_.size(j), msgs += 1;  // A(i,j) to plane j
+          if (l == 0 && i != 0) words += pk_.size(i) * nj, msgs += 1;  // B(i,j) to plane i
+          if (j != l) words += mi * pk_.size(l), msgs += 1;            // A(i,l) broadcast
+          if (i != l) words += pk_.size(l) * nj, msgs += 1;            // B(l,j) broadcast
+          if (l != 0) words += mi * nj, msgs += 1;                     // reduction onto l = 0
+          acc.add(words, msgs);
+        }
+    return acc.done(q_ * q_ * q_);
+  }
+
+  template <class T>
+  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
+    Matrix<T> a(mi, kl), b(kl, nj);
+
+    // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
+    {
+      Requests rq;
+      if (l == 0) {
+        if (j != 0) depth_.isend(A.data(), A.size(), j, 1, rq);
+        if (i != 0) depth_.isend(B.data(), B.size(), i, 2, rq);
+      }
+      if (l == j && l != 0) depth_.irecv(a.data(), a.size(), 0, 1, rq);
+      if (l == i && l != 0) depth_.irecv(b.data(), b.size(), 0, 2, rq);
+      if (l == 0 && j == 0) std::copy(A.data(), A.data() + A.size(), a.data());
+      if (l == 0 && i == 0) std::copy(B.data(), B.data() + B.size(), b.data());
+    }
+    // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
+    {
+      Requests rq;
+      row_.ibcast(a.data(), a.size(), l, rq);
+      col_.ibcast(b.data(), b.size(), l, rq);
+    }
+    // 3. Multiply, and sum the q partial products onto the base plane.
+    if (l == 0) {
+      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C.data(),
+             C.ld());
+      depth_.reduce_sum(C.data(), C.data(), C.size(), 0);
+    } else {
+      Matrix<T> partial(mi, nj);
+      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), T(0),
+             partial.data(), partial.ld());
+      depth_.reduce_sum(partial.data(), static_cast<T*>(nullptr), partial.size(), 0);
+    }
+  }
+
+ private:
+  GemmShape s_;
+  int q_;
+  CartGrid grid_;
+  Comm depth_, row_, col_;
+  Partition1D pm_, pn_, pk_;
+  Piece pa_, pb_, pc_;
+};
+
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions&) {
+  int P = world.size();
+  int q = exact_root(P, 3);
+  if (q == 0) {
+    int lo = static_cast<int>(std::floor(std::cbrt(double(P)) + 1e-9));
+    throw UsageError("dns needs a cube number of ranks, got " + std::to_string(P) + ": use " +
+                     std::to_string(lo * lo * lo) + " or " +
+                     std::to_string((lo + 1) * (lo + 1) * (lo + 1)) + " ranks, or --algo summa");
+  }
+  return std::make_unique<Dns>(world, s, q);
+}
+
+}  // namespace distmm

@@ -1,0 +1,124 @@
+// SUMMA (van de Geijn & Watts 1997; ScaLAPACK's outer-product scheme): on a pr x pc grid, for
+// each panel of k, the owner column broadcasts its A panel along process rows and the owner row
+// its B panel along process columns, then every rank accumulates C_ij += A_i,panel B_panel,j.
+// The next panel's broadcasts are posted before the current multiply (double buffering).
+#include <cstring>
+
+#include "algorithms.hpp"
+#include "grid.hpp"
+#include "overlap.hpp"
+
+namespace distmm {
+namespace {
+
+struct Panel {
+  index_t k0, width;
+  int owner_col, owner_row;  // grid column holding A's columns, grid row holding B's rows
+};
+
+class Summa final : public AlgorithmBase<Summa> {
+ public:
+  Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
+      : s_(s), grid_(world, {pr, pc}, false), pm_{s.m, pr}, pn_{s.n, pc}, pka_{s.k, pc},
+        pkb_{s.k, pr} {
+    row_ = grid_.along({1});
+    col_ = grid_.along({0});
+    int i = grid_.coord(0), j = grid_.coord(1);
+    pa_ = Piece::block(pm_.start(i), pm_.size(i), pka_.start(j), pka_.size(j));
+    pb_ = Piece::block(pkb_.start(i), pkb_.size(i), pn_.start(j), pn_.size(j));
+    pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+    width_ = o.panel > 0 ? o.panel : 512;
+    // Panels never straddle an owner boundary of A's columns or B's rows.
+    index_t k0 = 0;
+    while (k0 < s.k) {
+      int ja = pka_.owner(k0), ib = pkb_.owner(k0);
+      index_t end = std::min({k0 + width_, pka_.start(ja + 1), pkb_.start(ib + 1)});
+      panels_.push_back({k0, end - k0, ja, ib});
+      k0 = end;
+    }
+  }
+
+  std::string name() const override { return "summa"; }
+  std::string layout() const override {
+    return grid_.shape() + " grid, " + std::to_string(panels_.size()) + " panels of <= " +
+           std::to_string(width_);
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
+    index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + 2 * (mi * w + w * nj);
+    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int i = 0; i < grid_.dim(0); ++i)
+      for (int j = 0; j < grid_.dim(1); ++j) {
+        double words = 0, msgs = 0;
+        for (const auto& p : panels_) {
+          if (p.owner_col != j) words += double(pm_.size(i)) * p.width, msgs += 1;
+          if (p.owner_row != i) words += double(pn_.size(j)) * p.width, msgs += 1;
+        }
+        acc.add(words, msgs);
+      }
+    return acc.done(grid_.dim(0) * grid_.dim(1));
+  }
+
+  template <class T>
+  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), ldb = B.ld();
+    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const index_t wmax = std::min(width_, s_.k);
+    Matrix<T> abuf[2] = {Matrix<T>(mi, wmax), Matrix<T>(mi, wmax)};
+    Matrix<T> bbuf[2] = {Matrix<T>(wmax, nj), Matrix<T>(wmax, nj)};
+    T* apanel[2] = {nullptr, nullptr};
+    Requests pending[2];
+
+    auto post = [&](std::size_t t, int slot) {
+      const Panel& p = panels_[t];
+      // The owner broadcasts straight from its columns of A (contiguous in column-major).
+      apanel[slot] = (j == p.owner_col) ? const_cast<T*>(A.data()) + (p.k0 - ka0) * mi
+                                        : abuf[slot].data();
+      T* b = bbuf[slot].data();
+      if (i == p.owner_row)  // B's rows are strided: pack them into the panel buffer
+        for (index_t c = 0; c < nj; ++c)
+          std::memcpy(b + c * p.width, B.data() + (p.k0 - kb0) + c * ldb, sizeof(T) * p.width);
+      row_.ibcast(apanel[slot], mi * p.width, p.owner_col, pending[slot]);
+      col_.ibcast(b, p.width * nj, p.owner_row, pending[slot]);
+    };
+
+    post(0, 0);
+    for (std::size_t t = 0; t < panels_.size(); ++t) {
+      int slot = static_cast<int>(t % 2);
+      pending[slot].wait_all();
+      Requests* next = nullptr;
+      if (t + 1 < panels_.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
+      gemm_with_progress<T>(e, mi, nj, panels_[t].width, alpha, apanel[slot], mi,
+                            bbuf[slot].data(), panels_[t].width, t == 0 ? beta : T(1), C.data(),
+                            C.ld(), next);
+    }
+  }
+
+ private:
+  GemmShape s_;
+  CartGrid grid_;
+  Comm row_, col_;
+  Partition1D pm_, pn_, pka_, pkb_;
+  Piece pa_, pb_, pc_;
+  index_t width_ = 512;
+  std::vector<Panel> panels_;
+};
+
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const int P = world.size();
+  auto [pr, pc] = grid_2d_for(P, s.m, s.n, o.grid_rows);
+  return std::make_unique<Summa>(world, s, o, pr, pc);
+}
+
+}  // namespace distmm

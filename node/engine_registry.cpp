@@ -1,0 +1,39 @@
+#include <functional>
+#include <map>
+
+#include "blas_engine.hpp"
+#include "engine.hpp"
+
+namespace distmm {
+namespace {
+
+using Factory = std::function<std::unique_ptr<Engine>(const EngineOptions&)>;
+
+const std::map<std::string, Factory>& registry() {
+  static const std::map<std::string, Factory> r = [] {
+    std::map<std::string, Factory> m;
+    m["blas"] = make_blas_engine;
+    return m;
+  }();
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> engine_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : registry()) names.push_back(k);
+  return names;
+}
+
+std::unique_ptr<Engine> make_engine(const std::string& name, const EngineOptions& opts) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& n : engine_names()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("unknown engine '" + name + "': use one of " + known);
+  }
+  return it->second(opts);
+}
+
+}  // namespace distmm

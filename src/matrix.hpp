@@ -1,0 +1,73 @@
+// Column-major matrices with a leading dimension, as BLAS stores them.
+#pragma once
+#include <cassert>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "types.hpp"
+
+namespace distmm {
+
+// A non-owning window onto column-major storage: element (i, j) is data[i + j * ld].
+template <class T>
+struct MatrixView {
+  T* data = nullptr;
+  index_t rows = 0, cols = 0, ld = 1;
+
+  T& operator()(index_t i, index_t j) const { return data[i + j * ld]; }
+  MatrixView block(index_t i0, index_t j0, index_t r, index_t c) const {
+    return {data + i0 + j0 * ld, r, c, ld};
+  }
+  bool empty() const { return rows == 0 || cols == 0; }
+};
+
+// 64-byte aligned storage so that vector loads and BLAS packing start on cache lines.
+template <class T>
+struct AlignedDeleter {
+  void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+template <class T>
+using AlignedPtr = std::unique_ptr<T[], AlignedDeleter<T>>;
+
+template <class T>
+AlignedPtr<T> aligned_alloc_array(std::size_t n) {
+  if (n == 0) return AlignedPtr<T>();
+  return AlignedPtr<T>(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
+}
+
+// An owning, dense (ld == rows) column-major matrix.
+template <class T>
+class Matrix {
+ public:
+  Matrix() = default;
+  Matrix(index_t rows, index_t cols) { resize(rows, cols); }
+
+  void resize(index_t rows, index_t cols) {
+    if (rows * cols > capacity_) {
+      buf_ = aligned_alloc_array<T>(static_cast<std::size_t>(rows * cols));
+      capacity_ = rows * cols;
+    }
+    rows_ = rows;
+    cols_ = cols;
+  }
+  void fill(T v) { std::fill(data(), data() + size(), v); }
+
+  T* data() { return buf_.get(); }
+  const T* data() const { return buf_.get(); }
+  index_t rows() const { return rows_; }
+  index_t cols() const { return cols_; }
+  index_t ld() const { return rows_ > 0 ? rows_ : 1; }
+  index_t size() const { return rows_ * cols_; }
+  T& operator()(index_t i, index_t j) { return buf_[i + j * rows_]; }
+  const T& operator()(index_t i, index_t j) const { return buf_[i + j * rows_]; }
+  MatrixView<T> view() { return {data(), rows_, cols_, ld()}; }
+  MatrixView<const T> view() const { return {data(), rows_, cols_, ld()}; }
+
+ private:
+  AlignedPtr<T> buf_;
+  index_t rows_ = 0, cols_ = 0, capacity_ = 0;
+};
+
+}  // namespace distmm

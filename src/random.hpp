@@ -1,0 +1,37 @@
+// Block-addressable random matrices: the value of global element (i, j) depends only on the
+// seed, the matrix's stream and (i, j), so every rank generates exactly its own piece and the
+// inputs (hence the results) do not depend on the number of ranks or the layout.
+#pragma once
+#include <cstdint>
+
+#include "matrix.hpp"
+
+namespace distmm {
+
+enum class Stream : std::uint64_t { A = 1, B = 2, C = 3, Probe = 4 };
+
+// Values uniform in [-1, 1) (Kind::uniform) or small integers in [-4, 4] (Kind::integer),
+// whose products and sums are exact in float for k up to 2^19: tests compare bit for bit.
+enum class Fill { uniform, integer };
+
+std::uint64_t mix64(std::uint64_t x);  // splitmix64's finaliser: a bijective 64-bit hash
+
+inline double random_value(std::uint64_t seed, Stream s, index_t i, index_t j, Fill fill) {
+  std::uint64_t h = mix64(seed ^ mix64(static_cast<std::uint64_t>(s) * 0x9E3779B97F4A7C15ull ^
+                                       mix64(static_cast<std::uint64_t>(i) ^
+                                             (static_cast<std::uint64_t>(j) << 32 |
+                                              static_cast<std::uint64_t>(j) >> 32))));
+  if (fill == Fill::integer) return static_cast<double>(static_cast<int>(h % 9) - 4);
+  return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
+}
+
+// Fills `out` with the rows/columns of the global matrix that start at (row0, col0).
+template <class T>
+void fill_random_block(MatrixView<T> out, index_t row0, index_t col0, std::uint64_t seed, Stream s,
+                       Fill fill) {
+  for (index_t j = 0; j < out.cols; ++j)
+    for (index_t i = 0; i < out.rows; ++i)
+      out(i, j) = static_cast<T>(random_value(seed, s, row0 + i, col0 + j, fill));
+}
+
+}  // namespace distmm

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The command line as a user meets it: help, single-process mode, mpirun runs, the JSON record,
+# and bad input: one line naming the fix on rank 0, exit code 2, every rank gone (no hang).
+# usage: cli_test.sh DISTMM MPIEXEC
+set -u
+bin=$1
+mpiexec=${2:-mpiexec}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+bad() { fail=$((fail + 1)); echo "FAILED: $1"; }
+
+# expect_error NAME PATTERN RANKS ARGS... : exit 2, the pattern on one stderr line, fast.
+expect_error() {
+  local name=$1 pattern=$2 np=$3
+  shift 3
+  local cmd=("$bin" "$@")
+  [ "$np" -gt 0 ] && cmd=("$mpiexec" -n "$np" --oversubscribe "$bin" "$@")
+  timeout 120 "${cmd[@]}" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  local lines
+  lines=$(grep -c "distmm: error" "$tmp/err")
+  if [ "$code" -eq 124 ]; then bad "$name: hung"
+  elif [ "$np" -eq 0 ] && [ "$code" -ne 2 ]; then bad "$name: exit $code, expected 2"
+  elif [ "$np" -gt 0 ] && [ "$code" -eq 0 ]; then bad "$name: exit 0 under mpirun"
+  elif [ "$lines" -ne 1 ]; then bad "$name: $lines error lines: $(cat "$tmp/err")"
+  elif ! grep "distmm: error" "$tmp/err" | grep -q -- "$pattern"; then
+    bad "$name: message '$(grep 'distmm: error' "$tmp/err")' lacks '$pattern'"
+  else ok "$name"; fi
+}
+
+# Help on every command.
+for c in "" run info; do
+  if "$bin" $c --help >"$tmp/out" 2>&1 && grep -qi "usage" "$tmp/out"; then ok "help $c"
+  else bad "help $c"; fi
+done
+
+# Single-node development mode: no mpirun.
+if "$bin" run --size 97 --verify full >"$tmp/out" 2>&1 && grep -q "full: PASSED" "$tmp/out"; then
+  ok "single process run"
+else bad "single process run: $(cat "$tmp/out")"; fi
+if "$bin" info >"$tmp/out" 2>&1 && grep -q "BLAS" "$tmp/out" && grep -q "engines" "$tmp/out"; then
+  ok "info"
+else bad "info: $(cat "$tmp/out")"; fi
+
+# Under mpirun, with the JSON record.
+for algo in summa cannon scalapack auto; do
+  rm -f "$tmp/r.json"
+  if "$mpiexec" -n 4 --oversubscribe "$bin" run --m 61 --n 53 --k 47 --algo $algo --dtype f32 \
+       --repeat 2 --json "$tmp/r.json" >"$tmp/out" 2>&1 &&
+     grep -q "freivalds: PASSED" "$tmp/out" && [ "$(wc -l <"$tmp/r.json")" -eq 1 ] &&
+     /usr/bin/python3 -c "import json,sys; r=json.loads(open(sys.argv[1]).read()); assert r['m']==61 and r['ranks']==4 and r['passed'] and len(r['times'])==2" "$tmp/r.json"; then
+    ok "mpirun -n 4 $algo with --json"
+  else bad "mpirun -n 4 $algo: $(cat "$tmp/out")"; fi
+done
+if "$mpiexec" -n 8 --oversubscribe "$bin" run --size 33 --algo dns --verify full --beta 0.5 >"$tmp/out" 2>&1 &&
+   grep -q "full: PASSED" "$tmp/out"; then ok "mpirun -n 8 dns"
+else bad "mpirun -n 8 dns: $(cat "$tmp/out")"; fi
+
+# Bad input.
+expect_error "zero size" "--m must be at least 1" 0 run --m 0
+expect_error "negative size" "--k must be at least 1" 0 run --k -5
+expect_error "absurd size" "exceeds 2^31-1" 0 run --size 99999999999
+expect_error "too big for memory" "use more ranks" 0 run --size 2000000
+expect_error "mem-limit" "per rank" 0 run --size 1000 --mem-limit 1M
+expect_error "bad mem-limit" "not a size" 0 run --mem-limit lots
+expect_error "unknown algo" "use one of auto" 0 run --algo fast
+expect_error "unknown engine" "use one of" 0 run --engine turbo
+expect_error "unknown dtype" "use f32 or f64" 0 run --dtype f16
+expect_error "unknown verify" "none, freivalds or full" 0 run --verify maybe
+expect_error "unknown flag" "--help" 0 run --frobnicate
+expect_error "non-number" "--help" 0 run --m twelve
+expect_error "no command" "--help" 0
+expect_error "cannon on 6 ranks" "cannon needs a square number of ranks, got 6: use 4 or 9 ranks, or --algo summa" 6 run --algo cannon --size 12
+expect_error "dns on 4 ranks" "dns needs a cube number of ranks, got 4" 4 run --algo dns --size 12
+expect_error "bad size on 3 ranks" "--n must be at least 1" 3 run --n 0
+expect_error "grid rows" "does not divide" 4 run --algo summa --grid-rows 3 --size 12
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

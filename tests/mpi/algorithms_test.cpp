@@ -1,0 +1,78 @@
+// Every algorithm on every rank count it fits, on odd shapes (primes, 1, skinny, fat), both
+// dtypes, against BLAS on the gathered operands; and measured words against the analytic count.
+#include <gtest/gtest.h>
+
+#include "mpi_test_util.hpp"
+
+using namespace distmm;
+using distmm::testing::multiply_and_compare;
+
+namespace {
+
+struct Shape {
+  index_t m, n, k;
+};
+const Shape kShapes[] = {{1, 1, 1},   {1, 1, 13},  {13, 1, 1},  {1, 17, 1},  {7, 11, 13},
+                         {17, 19, 23}, {64, 64, 64}, {97, 5, 31}, {5, 3, 101}, {3, 67, 2},
+                         {40, 33, 2},  {2, 2, 45}};
+
+class AlgorithmTest : public ::testing::TestWithParam<std::string> {};
+
+template <class T>
+void check_all_shapes(const std::string& algo, AlgoOptions opts = {}) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  for (const Shape& s : kShapes) {
+    for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-2.0, 3.0}}) {
+      auto o = multiply_and_compare<T>(algo, "blas", s.m, s.n, s.k, alpha, beta, opts);
+      if (o.skipped) GTEST_SKIP() << o.note;
+      EXPECT_EQ(o.max_err, 0.0) << algo << " P=" << P << " " << s.m << "x" << s.n << "x" << s.k
+                                << " alpha=" << alpha << " beta=" << beta;
+      EXPECT_TRUE(o.words_match) << algo << " " << s.m << "x" << s.n << "x" << s.k << ": "
+                                 << o.note;
+    }
+  }
+}
+
+TEST_P(AlgorithmTest, DoubleMatchesBlasReference) { check_all_shapes<double>(GetParam()); }
+TEST_P(AlgorithmTest, FloatMatchesBlasReference) { check_all_shapes<float>(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(All, AlgorithmTest,
+                         ::testing::Values("summa", "cannon", "dns", "scalapack", "auto"));
+
+TEST(Summa, NarrowPanelsAndForcedGrids) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  for (int rows : {1, P}) {
+    AlgoOptions o;
+    o.panel = 3;
+    o.grid_rows = rows;
+    auto r = multiply_and_compare<double>("summa", "blas", 29, 31, 37, 1.0, 1.0, o);
+    EXPECT_EQ(r.max_err, 0.0) << "grid rows " << rows;
+    EXPECT_TRUE(r.words_match) << r.note;
+  }
+}
+
+TEST(Scalapack, SmallBlocks) {
+  AlgoOptions o;
+  o.scalapack_nb = 4;
+  auto r = multiply_and_compare<double>("scalapack", "blas", 23, 29, 31, 1.5, -0.5, o);
+  EXPECT_EQ(r.max_err, 0.0);
+}
+
+TEST(RankCounts, WrongCountsNameTheValidOnes) {
+  Comm world = Comm::world();
+  const int P = world.size();
+  for (const char* algo : {"cannon", "dns"}) {
+    try {
+      make_algorithm(algo, world, {8, 8, 8}, {});
+    } catch (const UsageError& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("got " + std::to_string(P)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("--algo summa"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_THROW(make_algorithm("strassen-magic", world, {8, 8, 8}, {}), UsageError);
+}
+
+}  // namespace
