@@ -29,11 +29,16 @@ std::vector<std::string> algorithm_names() {
 std::unique_ptr<DistAlgorithm> make_algorithm(const std::string& name, const Comm& world,
                                               GemmShape shape, const AlgoOptions& opts) {
   if (name == "auto") {
-    // Cannon's k-long local products run BLAS at its best and it moves no more than SUMMA;
-    // SUMMA takes every other rank count.
+    // Of the algorithms that fit this rank count, the one whose busiest rank sends the fewest
+    // words for this shape (SUMMA always fits; Cannon on squares, DNS on cubes).
+    std::unique_ptr<DistAlgorithm> best = make_summa(world, shape, opts);
     const int P = world.size();
-    return (P > 1 && exact_root(P, 2)) ? make_cannon(world, shape, opts)
-                                       : make_summa(world, shape, opts);
+    auto consider = [&](std::unique_ptr<DistAlgorithm> a) {
+      if (a->analytic().words_max < best->analytic().words_max) best = std::move(a);
+    };
+    if (P > 1 && exact_root(P, 2)) consider(make_cannon(world, shape, opts));
+    if (P > 1 && exact_root(P, 3)) consider(make_dns(world, shape, opts));
+    return best;
   }
   auto it = registry().find(name);
   if (it == registry().end()) {
