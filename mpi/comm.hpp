@@ -152,7 +152,9 @@ class Comm {
     comm_counters().messages_sent += 1;
   }
   void release() {
-    if (owned_ && c_ != MPI_COMM_NULL) MPI_Comm_free(&c_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);  // objects outliving MPI_Finalize just let go
+    if (owned_ && c_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&c_);
     c_ = MPI_COMM_NULL;
     owned_ = false;
   }

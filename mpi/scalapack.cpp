@@ -39,6 +39,9 @@ class BlacsGrid {
     Cblacs_gridinfo(ctxt_, &npr, &npc, &row_, &col_);
   }
   ~BlacsGrid() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
     Cblacs_gridexit(ctxt_);
     Cfree_blacs_system_handle(handle_);
   }
