@@ -27,7 +27,11 @@ class Summa final : public AlgorithmBase<Summa> {
     pa_ = Piece::block(pm_.start(i), pm_.size(i), pka_.start(j), pka_.size(j));
     pb_ = Piece::block(pkb_.start(i), pkb_.size(i), pn_.start(j), pn_.size(j));
     pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
-    width_ = o.panel > 0 ? o.panel : 512;
+    // Default panel: one owner's whole block of k (up to 4096). Wide panels mean few passes over
+    // the local C, whose read-modify-write traffic is what limits many ranks sharing a memory bus.
+    width_ = o.panel > 0 ? o.panel
+                         : std::clamp<index_t>((s.k + std::max(pr, pc) - 1) / std::max(pr, pc),
+                                               256, 4096);
     // Panels never straddle an owner boundary of A's columns or B's rows.
     index_t k0 = 0;
     while (k0 < s.k) {

@@ -47,7 +47,7 @@ void add_run_options(CLI::App* run, distmm::RunOptions& o, distmm::index_t& size
                   "Threads per rank (default: the node's cores over its ranks)");
   run->add_option("--mem-limit", o.mem_limit,
                   "Memory per rank, e.g. 2G (default: available memory over the node's ranks)");
-  run->add_option("--panel", o.algo_opts.panel, "SUMMA panel width (default 512)");
+  run->add_option("--panel", o.algo_opts.panel, "SUMMA panel width (default: k over the larger grid side, 256 to 4096)");
   run->add_option("--grid-rows", o.algo_opts.grid_rows,
                   "Process-grid rows for summa/scalapack (default: chosen from the shape)");
   run->add_option("--nb", o.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
