@@ -8,7 +8,8 @@ from collections import defaultdict
 ap = argparse.ArgumentParser()
 ap.add_argument("jsonl")
 ap.add_argument("--baseline", default="scalapack", help="algo (or engine) the ratios divide by")
-ap.add_argument("--key", default="algo", choices=["algo", "engine"])
+ap.add_argument("--key", default="algo", help="field that labels a row (algo, engine, engine_detail)")
+ap.add_argument("--baseline-field", default=None, help="field the baseline is matched on (default: --key)")
 args = ap.parse_args()
 
 rows = [json.loads(l) for l in open(args.jsonl) if l.strip()]
@@ -20,7 +21,7 @@ print(f"| m=n=k | dtype | P | {args.key} | median s | GFLOP/s | speedup vs {args
       "| words/rank max (measured) | words/rank max (analytic) | measured/analytic | verified |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for (m, n, k, dt, P), rs in sorted(by_size.items()):
-    base = [r for r in rs if r[args.key] == args.baseline]
+    base = [r for r in rs if r[args.baseline_field or args.key] == args.baseline]
     bt = base[-1]["time_median"] if base else None
     for r in rs:
         sp = f"{bt / r['time_median']:.2f}x" if bt else "n/a"

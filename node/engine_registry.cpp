@@ -2,6 +2,9 @@
 #include <map>
 
 #include "blas_engine.hpp"
+#include "strassen.hpp"
+#include "strassen_lowmem.hpp"
+#include "winograd.hpp"
 #include "engine.hpp"
 
 namespace distmm {
@@ -13,6 +16,9 @@ const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> r = [] {
     std::map<std::string, Factory> m;
     m["blas"] = make_blas_engine;
+    m["strassen"] = make_strassen_engine;
+    m["strassen-lowmem"] = make_strassen_lowmem_engine;
+    m["winograd"] = make_winograd_engine;
     return m;
   }();
   return r;

@@ -1,0 +1,223 @@
+// The framework shared by the Strassen-like engines (strassen.cpp, strassen_lowmem.cpp,
+// winograd.cpp): operand views with transposition, dynamic peeling of odd dimensions, the
+// per-depth workspace allocated once per call (seed 001: no allocation inside the recursion),
+// alpha/beta handling, and the choice of the number of levels.
+//
+// A schedule (one per engine file) supplies
+//   static constexpr int kTemps[3];            // temporaries of A-, B- and C-quadrant size
+//   static constexpr bool kSumTempsFitC;       // A/B temporaries also serve as C-size outputs
+//   step(R&, depth, A, B, C, alpha, accumulate, Temps&)   // the 7 products and their additions
+// and calls R::multiply(depth + 1, ...) for each product.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../src/matrix.hpp"
+#include "blas.hpp"
+#include "engine.hpp"
+#include "fused.hpp"
+
+namespace distmm {
+
+// op(X) of logical size rows x cols, stored column-major at p with leading dimension ld.
+template <class T>
+struct Operand {
+  const T* p;
+  index_t ld;
+  Op op;
+  index_t rows, cols;
+
+  // Logical sub-block op(X)[r0 : r0 + nr, c0 : c0 + nc].
+  Operand sub(index_t r0, index_t c0, index_t nr, index_t nc) const {
+    const T* q = op == Op::N ? p + r0 + c0 * ld : p + c0 + r0 * ld;
+    return {q, ld, op, nr, nc};
+  }
+  Operand quad(int i, int j) const {
+    index_t hr = rows / 2, hc = cols / 2;
+    return sub(i * hr, j * hc, hr, hc);
+  }
+  index_t stored_rows() const { return op == Op::N ? rows : cols; }
+  index_t stored_cols() const { return op == Op::N ? cols : rows; }
+  ConstBlock<T> block() const { return {p, ld}; }
+};
+
+template <class T>
+struct Target {
+  T* p;
+  index_t ld;
+  index_t rows, cols;
+  Target sub(index_t r0, index_t c0, index_t nr, index_t nc) const {
+    return {p + r0 + c0 * ld, ld, nr, nc};
+  }
+  Target quad(int i, int j) const {
+    index_t hr = rows / 2, hc = cols / 2;
+    return sub(i * hr, j * hc, hr, hc);
+  }
+  MutBlock<T> out(bool acc) const { return {p, ld, acc}; }
+  ConstBlock<T> in() const { return {p, ld}; }
+  Operand<T> as_operand() const { return {p, ld, Op::N, rows, cols}; }
+};
+
+// Temporaries of one recursion depth: their storage is carved from the call's arena.
+template <class T>
+struct Temps {
+  std::vector<T*> a, b, c;  // A-quadrant, B-quadrant and C-quadrant sized
+};
+
+struct RecursionParams {
+  int levels = 1;
+  index_t cutoff = 256;
+};
+
+// Levels and cutoff from the user's options, or from a cost model: each level turns 8 products
+// into 7 and adds `passes` quarter-size memory passes (seed 003: the speedup follows the volume
+// moved). flops_per_s and bytes_per_s are calibrated once per process (see calibrate()).
+struct MachineRates {
+  double flops_per_s = 0, bytes_per_s = 0;
+};
+MachineRates calibrate_rates();  // BLAS rate on a 1024^3 product and a streaming add's bandwidth
+
+int choose_levels(index_t m, index_t n, index_t k, std::size_t elem, double passes_per_level,
+                  index_t cutoff, const MachineRates& rates);
+
+template <class T, class Schedule>
+class Recursion {
+ public:
+  Recursion(RecursionParams p, std::vector<T>& arena) : p_(p), arena_(arena) {}
+
+  // Elements of workspace for a problem of this logical size (all depths).
+  static index_t workspace_elems(index_t m, index_t n, index_t k, int levels, index_t cutoff) {
+    index_t total = 0;
+    for (int d = 0; d < levels; ++d) {
+      if (std::min({m, n, k}) < std::max<index_t>(cutoff, 2)) break;
+      m /= 2, n /= 2, k /= 2;
+      total += Schedule::kTemps[0] * tsize(m * k, m * n) + Schedule::kTemps[1] * tsize(k * n, m * n) +
+               Schedule::kTemps[2] * m * n;
+    }
+    return total;
+  }
+
+  // C = alpha op(A) op(B) + beta C.
+  void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta) {
+    std::size_t need =
+        static_cast<std::size_t>(workspace_elems(C.rows, C.cols, A.cols, p_.levels, p_.cutoff));
+    if (arena_.size() < need) arena_.resize(need);
+    carve(C.rows, C.cols, A.cols);
+    bool acc = beta != T(0);
+    if (acc && beta != T(1)) scale_block(C.rows, C.cols, C.p, C.ld, beta);
+    multiply(0, A, B, C, alpha, acc);
+  }
+
+  // C = alpha op(A) op(B) [+ C], at recursion depth `depth`.
+  void multiply(int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc) {
+    const index_t m = C.rows, n = C.cols, k = A.cols;
+    if (depth >= p_.levels || std::min({m, n, k}) < std::max<index_t>(p_.cutoff, 2)) {
+      leaf(A, B, C, alpha, acc);
+      return;
+    }
+    // Dynamic peeling: recurse on the even core, then fix the odd row, column and k-slice.
+    const index_t me = m & ~index_t(1), ne = n & ~index_t(1), ke = k & ~index_t(1);
+    Schedule::step(*this, depth, A.sub(0, 0, me, ke), B.sub(0, 0, ke, ne), C.sub(0, 0, me, ne),
+                   alpha, acc, temps_[depth]);
+    if (ke < k)  // C_core += alpha A(:, k-1) B(k-1, :)
+      leaf(A.sub(0, ke, me, 1), B.sub(ke, 0, 1, ne), C.sub(0, 0, me, ne), alpha, true);
+    if (me < m) leaf(A.sub(me, 0, 1, k), B, C.sub(me, 0, 1, n), alpha, acc);
+    if (ne < n) leaf(A.sub(0, 0, me, k), B.sub(0, ne, k, 1), C.sub(0, ne, me, 1), alpha, acc);
+  }
+
+  // Stored-orientation sum of quadrants into a temporary that keeps the operands' op.
+  template <std::size_t NI, std::size_t NO>
+  static void sums(const std::array<Operand<T>, NI>& in, const std::array<T*, NO>& out,
+                   const std::array<std::array<T, NI>, NO>& coef) {
+    const Operand<T>& r = in[0];
+    std::array<ConstBlock<T>, NI> ib;
+    std::array<MutBlock<T>, NO> ob;
+    for (std::size_t t = 0; t < NI; ++t) ib[t] = in[t].block();
+    for (std::size_t o = 0; o < NO; ++o) ob[o] = {out[o], std::max<index_t>(r.stored_rows(), 1), false};
+    fused_combine<T, NI, NO>(r.stored_rows(), r.stored_cols(), ib, ob, coef);
+  }
+  // A temporary holding a sum of quadrants of `like`, viewed as an operand.
+  static Operand<T> temp_operand(T* p, const Operand<T>& like) {
+    return {p, std::max<index_t>(like.stored_rows(), 1), like.op, like.rows, like.cols};
+  }
+  static Target<T> temp_target(T* p, index_t rows, index_t cols) {
+    return {p, std::max<index_t>(rows, 1), rows, cols};
+  }
+
+ private:
+  static index_t tsize(index_t own, index_t csize) {
+    return Schedule::kSumTempsFitC ? std::max(own, csize) : own;
+  }
+  void leaf(Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc) {
+    blas_gemm<T>(A.op, B.op, C.rows, C.cols, A.cols, alpha, A.p, A.ld, B.p, B.ld,
+                 acc ? T(1) : T(0), C.p, C.ld);
+  }
+  void carve(index_t m, index_t n, index_t k) {
+    temps_.assign(static_cast<std::size_t>(std::max(p_.levels, 0)), {});
+    T* at = arena_.data();
+    for (int d = 0; d < p_.levels; ++d) {
+      if (std::min({m, n, k}) < std::max<index_t>(p_.cutoff, 2)) break;
+      m /= 2, n /= 2, k /= 2;
+      for (int t = 0; t < Schedule::kTemps[0]; ++t) temps_[d].a.push_back(at), at += tsize(m * k, m * n);
+      for (int t = 0; t < Schedule::kTemps[1]; ++t) temps_[d].b.push_back(at), at += tsize(k * n, m * n);
+      for (int t = 0; t < Schedule::kTemps[2]; ++t) temps_[d].c.push_back(at), at += m * n;
+    }
+  }
+
+  RecursionParams p_;
+  std::vector<T>& arena_;
+  std::vector<Temps<T>> temps_;
+};
+
+// An engine around a schedule: levels (fixed or chosen per call), cutoff, threads, the arena.
+template <class Schedule>
+class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
+ public:
+  explicit RecursiveEngine(const EngineOptions& o) : o_(o) { blas_set_threads(o.threads); }
+  std::string name() const override { return Schedule::kName; }
+  std::string describe() const override {
+    std::string lv = o_.levels >= 0 ? std::to_string(o_.levels)
+                                    : "auto (last call: " + std::to_string(last_levels_) + ")";
+    return std::string(Schedule::kName) + " (levels " + lv + ", cutoff " +
+           std::to_string(o_.cutoff) + ", " + std::to_string(o_.threads) + " threads, over OpenBLAS)";
+  }
+  std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
+    int L = levels_for(m, n, k, size_of(dt));
+    index_t e = dt == Dtype::f32
+                    ? Recursion<float, Schedule>::workspace_elems(m, n, k, L, o_.cutoff)
+                    : Recursion<double, Schedule>::workspace_elems(m, n, k, L, o_.cutoff);
+    return static_cast<std::size_t>(e) * size_of(dt);
+  }
+  double error_growth_for(int levels) const { return std::pow(Schedule::kErrorGrowth, levels); }
+  int last_levels() const { return last_levels_; }
+
+  template <class T>
+  void run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
+           const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    last_levels_ = levels_for(m, n, k, sizeof(T));
+    Recursion<T, Schedule> r({last_levels_, o_.cutoff}, arena<T>());
+    r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
+  }
+
+ private:
+  int levels_for(index_t m, index_t n, index_t k, std::size_t elem) const {
+    if (o_.levels >= 0) return o_.levels;
+    static const MachineRates rates = calibrate_rates();
+    return choose_levels(m, n, k, elem, Schedule::kPassesPerLevel, o_.cutoff, rates);
+  }
+  template <class T>
+  std::vector<T>& arena() {
+    if constexpr (std::is_same_v<T, float>) return arena_f_;
+    else return arena_d_;
+  }
+  EngineOptions o_;
+  int last_levels_ = 0;
+  std::vector<float> arena_f_;
+  std::vector<double> arena_d_;
+};
+
+}  // namespace distmm
