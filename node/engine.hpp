@@ -34,6 +34,10 @@ class Engine {
     (void)m, (void)n, (void)k, (void)dt;
     return 0;
   }
+  // Factor by which the engine's rounding-error bound exceeds the classical one (gamma_k), for
+  // the verification tolerance: 12^L for L Strassen-like levels (Higham, Accuracy and Stability
+  // of Numerical Algorithms, 2nd ed., Thm. 23.3), 1 for classical engines.
+  virtual double error_growth() const { return 1.0; }
   // What the engine chose (levels, tile sizes), for the report.
   virtual std::string describe() const { return name(); }
 };

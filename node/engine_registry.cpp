@@ -2,6 +2,7 @@
 #include <map>
 
 #include "blas_engine.hpp"
+#include "mmra.hpp"
 #include "strassen.hpp"
 #include "strassen_lowmem.hpp"
 #include "winograd.hpp"
@@ -19,6 +20,13 @@ const std::map<std::string, Factory>& registry() {
     m["strassen"] = make_strassen_engine;
     m["strassen-lowmem"] = make_strassen_lowmem_engine;
     m["winograd"] = make_winograd_engine;
+    for (const char* t : {"mmra-shared", "mmra-distributed", "mmra-tradeoff", "mmra-shared-lru",
+                          "mmra-distributed-lru", "mmra-tradeoff-lru"})
+      m[t] = [name = std::string(t)](const EngineOptions& o) { return make_mmra_engine(name, o); };
+    for (const char* t : {"outer-product", "equal-layout"})
+      m[t] = [name = std::string(t)](const EngineOptions& o) {
+        return make_reference_tiling_engine(name, o);
+      };
     return m;
   }();
   return r;

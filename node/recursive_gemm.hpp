@@ -19,47 +19,9 @@
 #include "blas.hpp"
 #include "engine.hpp"
 #include "fused.hpp"
+#include "operand.hpp"
 
 namespace distmm {
-
-// op(X) of logical size rows x cols, stored column-major at p with leading dimension ld.
-template <class T>
-struct Operand {
-  const T* p;
-  index_t ld;
-  Op op;
-  index_t rows, cols;
-
-  // Logical sub-block op(X)[r0 : r0 + nr, c0 : c0 + nc].
-  Operand sub(index_t r0, index_t c0, index_t nr, index_t nc) const {
-    const T* q = op == Op::N ? p + r0 + c0 * ld : p + c0 + r0 * ld;
-    return {q, ld, op, nr, nc};
-  }
-  Operand quad(int i, int j) const {
-    index_t hr = rows / 2, hc = cols / 2;
-    return sub(i * hr, j * hc, hr, hc);
-  }
-  index_t stored_rows() const { return op == Op::N ? rows : cols; }
-  index_t stored_cols() const { return op == Op::N ? cols : rows; }
-  ConstBlock<T> block() const { return {p, ld}; }
-};
-
-template <class T>
-struct Target {
-  T* p;
-  index_t ld;
-  index_t rows, cols;
-  Target sub(index_t r0, index_t c0, index_t nr, index_t nc) const {
-    return {p + r0 + c0 * ld, ld, nr, nc};
-  }
-  Target quad(int i, int j) const {
-    index_t hr = rows / 2, hc = cols / 2;
-    return sub(i * hr, j * hc, hr, hc);
-  }
-  MutBlock<T> out(bool acc) const { return {p, ld, acc}; }
-  ConstBlock<T> in() const { return {p, ld}; }
-  Operand<T> as_operand() const { return {p, ld, Op::N, rows, cols}; }
-};
 
 // Temporaries of one recursion depth: their storage is carved from the call's arena.
 template <class T>
@@ -191,7 +153,7 @@ class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
                     : Recursion<double, Schedule>::workspace_elems(m, n, k, L, o_.cutoff);
     return static_cast<std::size_t>(e) * size_of(dt);
   }
-  double error_growth_for(int levels) const { return std::pow(Schedule::kErrorGrowth, levels); }
+  double error_growth() const override { return std::pow(12.0, last_levels_); }
   int last_levels() const { return last_levels_; }
 
   template <class T>

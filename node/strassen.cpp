@@ -16,7 +16,6 @@ struct StrassenSchedule {
   static constexpr int kTemps[3] = {5, 5, 2};
   static constexpr bool kSumTempsFitC = false;
   static constexpr double kPassesPerLevel = 37;
-  static constexpr double kErrorGrowth = 6;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

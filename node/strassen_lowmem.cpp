@@ -24,7 +24,6 @@ struct StrassenLowmemSchedule {
   static constexpr int kTemps[3] = {1, 1, 0};
   static constexpr bool kSumTempsFitC = true;  // X and Y also hold C-size products
   static constexpr double kPassesPerLevel = 56;
-  static constexpr double kErrorGrowth = 6;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

@@ -18,7 +18,6 @@ struct WinogradSchedule {
   static constexpr int kTemps[3] = {4, 4, 3};  // S1..S4, T1..T4, Z, W and V
   static constexpr bool kSumTempsFitC = false;
   static constexpr double kPassesPerLevel = 27;  // quarter-size reads + writes, see below
-  static constexpr double kErrorGrowth = 6;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

@@ -75,8 +75,7 @@ int run_typed(const RunOptions& o, const Comm& world, DistAlgorithm& algo, Engin
   rec.words_max = mx[0], rec.messages_max = mx[1];
   rec.words_mean = sum[0] / world.size(), rec.messages_mean = sum[1] / world.size();
 
-  double growth = 1.0;
-  (void)dt;
+  const double growth = engine.error_growth();
   if (o.verify != "none") {
     double tol = verify_tolerance(dt, o.k, growth);
     VerifyResult v =

@@ -76,3 +76,25 @@ TEST(RankCounts, WrongCountsNameTheValidOnes) {
 }
 
 }  // namespace
+
+// Every CPU engine as the local engine of every algorithm (integer inputs: exact).
+TEST(EnginesUnderAlgorithms, ExactWithEveryEngine) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  for (const char* algo : {"summa", "cannon", "dns"})
+    for (const char* engine : {"strassen", "strassen-lowmem", "winograd", "mmra-tradeoff",
+                               "outer-product"}) {
+      EngineOptions eo;
+      eo.levels = 2;
+      eo.cutoff = 2;
+      eo.block = 4;
+      for (const Shape& s : {Shape{37, 29, 41}, Shape{16, 16, 16}, Shape{1, 9, 5}}) {
+        auto o = multiply_and_compare<double>(algo, engine, s.m, s.n, s.k, 1.0, 1.0, {}, eo);
+        if (o.skipped) break;
+        EXPECT_EQ(o.max_err, 0.0) << algo << "/" << engine << " P=" << P << " " << s.m << "x"
+                                  << s.n << "x" << s.k;
+        auto f = multiply_and_compare<float>(algo, engine, s.m, s.n, s.k, 2.0, 0.0, {}, eo);
+        EXPECT_EQ(f.max_err, 0.0) << algo << "/" << engine << " f32";
+      }
+    }
+}

@@ -1,0 +1,69 @@
+// The two reference tilings of seed 004, with BLAS on q x q blocks:
+//  - outer-product: ScaLAPACK's scheme on one node: for each block column k of A and row of B,
+//    every core updates its share of the whole of C (cores as a pr x pc grid). No cache reuse
+//    of C across k: the baseline the MMRAs improve on.
+//  - equal-layout: Toledo's out-of-core scheme, a third of the shared cache to each matrix:
+//    s x s blocks with 3 s^2 <= C_S; the cores split the columns of each C block.
+#include <cmath>
+
+#include "mmra.hpp"
+#include "tiling_engine.hpp"
+
+namespace distmm {
+namespace {
+
+struct OuterProduct {
+  static constexpr const char* kName = "outer-product";
+  static std::string parameters(const EngineOptions&, std::size_t) { return "grid of cores"; }
+  template <class T>
+  static void multiply(const EngineOptions& o, Operand<T> A, Operand<T> B, Target<T> C, T alpha, int p) {
+    const index_t q = o.block, zb = blocks_of(A.cols, q);
+    const auto [pr, pc] = core_grid(p);
+#pragma omp parallel num_threads(pr * pc)
+    {
+      const int c = omp_get_thread_num();
+      const int ci = c % pr, cj = c / pr;
+      const BlockRange rows{C.rows * ci / pr, C.rows * (ci + 1) / pr};
+      const BlockRange cols{C.cols * cj / pc, C.cols * (cj + 1) / pc};
+      for (index_t kk = 0; kk < zb; ++kk)
+        block_gemm(A, B, C, rows, cols, block_range(kk, kk + 1, q, A.cols), alpha);
+    }
+  }
+};
+
+struct EqualLayout {
+  static constexpr const char* kName = "equal-layout";
+  static index_t side(const EngineOptions& o, std::size_t elem) {
+    return std::max<index_t>(1, static_cast<index_t>(std::floor(std::sqrt(tiling_caches(o, elem, false).shared_blocks / 3))));
+  }
+  static std::string parameters(const EngineOptions& o, std::size_t elem) {
+    return "s " + std::to_string(side(o, elem));
+  }
+  template <class T>
+  static void multiply(const EngineOptions& o, Operand<T> A, Operand<T> B, Target<T> C, T alpha, int p) {
+    const index_t q = o.block, mb = blocks_of(C.rows, q), nb = blocks_of(C.cols, q),
+                  zb = blocks_of(A.cols, q), s = side(o, sizeof(T));
+    for (index_t bi = 0; bi < mb; bi += s)
+      for (index_t bj = 0; bj < nb; bj += s) {
+        const BlockRange rows = block_range(bi, std::min(bi + s, mb), q, C.rows);
+        const index_t ncols = std::min(bj + s, nb) - bj;
+#pragma omp parallel num_threads(p)
+        {
+          const int c = omp_get_thread_num(), nt = omp_get_num_threads();
+          const BlockRange cols = block_range(bj + ncols * c / nt, bj + ncols * (c + 1) / nt, q, C.cols);
+          for (index_t kk = 0; kk < zb; kk += s)
+            block_gemm(A, B, C, rows, cols, block_range(kk, std::min(kk + s, zb), q, A.cols), alpha);
+        }
+      }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_reference_tiling_engine(const std::string& name, const EngineOptions& o) {
+  if (name == "outer-product") return std::make_unique<TilingEngine<OuterProduct>>(o);
+  if (name == "equal-layout") return std::make_unique<TilingEngine<EqualLayout>>(o);
+  return nullptr;
+}
+
+}  // namespace distmm
