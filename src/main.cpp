@@ -71,6 +71,14 @@ int dispatch(int argc, char** argv, int rank) {
   CLI::App* run = app.add_subcommand("run", "Multiply random matrices, time, verify, report");
   add_run_options(run, ro, size);
   CLI::App* info = app.add_subcommand("info", "Build options, MPI, BLAS, threads and GPUs seen");
+  distmm::AccuracyOptions ao;
+  CLI::App* acc = app.add_subcommand(
+      "accuracy", "Error per engine and level against a higher-precision reference");
+  acc->add_option("--n", ao.n, "Matrix size")->capture_default_str();
+  acc->add_option("--dtype", ao.dtype, "f32|f64")->capture_default_str();
+  acc->add_option("--levels", ao.max_levels, "Levels 0 to this")->capture_default_str();
+  acc->add_option("--threads", ao.threads, "Threads")->capture_default_str();
+  acc->add_option("--engines", ao.engines, "Engines to compare");
 
   try {
     app.parse(argc, argv);
@@ -90,6 +98,7 @@ int dispatch(int argc, char** argv, int rank) {
     return distmm::run_command(ro);
   }
   if (info->parsed()) return distmm::info_command(std::cout, rank);
+  if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
   return 0;
 }
 

@@ -31,7 +31,7 @@ expect_error() {
 }
 
 # Help on every command.
-for c in "" run info; do
+for c in "" run info accuracy; do
   if "$bin" $c --help >"$tmp/out" 2>&1 && grep -qi "usage" "$tmp/out"; then ok "help $c"
   else bad "help $c"; fi
 done
@@ -43,6 +43,14 @@ else bad "single process run: $(cat "$tmp/out")"; fi
 if "$bin" info >"$tmp/out" 2>&1 && grep -q "BLAS" "$tmp/out" && grep -q "engines" "$tmp/out"; then
   ok "info"
 else bad "info: $(cat "$tmp/out")"; fi
+
+# Accuracy table, and an engine other than BLAS in a verified run.
+if "$bin" accuracy --n 48 --levels 2 >"$tmp/out" 2>&1 && grep -q "identity  winograd          2" "$tmp/out"; then
+  ok "accuracy"
+else bad "accuracy: $(cat "$tmp/out")"; fi
+if "$bin" run --size 300 --engine winograd --levels 2 --cutoff 32 --verify full >"$tmp/out" 2>&1 &&
+   grep -q "full: PASSED" "$tmp/out" && grep -q "winograd (levels 2" "$tmp/out"; then ok "winograd run"
+else bad "winograd run: $(cat "$tmp/out")"; fi
 
 # Under mpirun, with the JSON record.
 for algo in summa cannon scalapack auto; do

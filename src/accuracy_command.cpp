@@ -1,0 +1,110 @@
+// `distmm accuracy`: error of each engine and level against a higher-precision reference
+// (long double for f64, double for f32), on random matrices and on seed 003's test matrices
+// A = I + u v^T, B = I - u v^T / (1 + v^T u), u_i = 1/(N+1-i), v_i = sqrt(i), whose exact
+// product is I. Prints max and mean absolute error and the relative Frobenius error.
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <vector>
+
+#include "../node/engine.hpp"
+#include "commands.hpp"
+#include "random.hpp"
+
+namespace distmm {
+namespace {
+
+struct Errors {
+  double max_abs = 0, mean_abs = 0, rel_frobenius = 0;
+};
+
+template <class T>
+void make_inputs(const std::string& matrices, index_t n, Matrix<T>& A, Matrix<T>& B,
+                 std::vector<long double>& ref) {
+  A.resize(n, n), B.resize(n, n);
+  ref.assign(static_cast<std::size_t>(n * n), 0.0L);
+  if (matrices == "identity") {
+    std::vector<long double> u(n), v(n);
+    long double vtu = 0;
+    for (index_t i = 0; i < n; ++i) {
+      u[i] = 1.0L / static_cast<long double>(n - i);  // 1 / (N + 1 - i) with i from 1
+      v[i] = std::sqrt(static_cast<long double>(i + 1));
+      vtu += u[i] * v[i];
+    }
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < n; ++i) {
+        A(i, j) = static_cast<T>((i == j) + u[i] * v[j]);
+        B(i, j) = static_cast<T>((i == j) - u[i] * v[j] / (1 + vtu));
+      }
+  } else {
+    fill_random_block(A.view(), 0, 0, 11, Stream::A, Fill::uniform);
+    fill_random_block(B.view(), 0, 0, 11, Stream::B, Fill::uniform);
+  }
+  // Reference on the rounded inputs, in long double (identity inputs: rounded, so not exactly I).
+  for (index_t j = 0; j < n; ++j)
+    for (index_t l = 0; l < n; ++l) {
+      long double b = B(l, j);
+      for (index_t i = 0; i < n; ++i) ref[i + j * n] += static_cast<long double>(A(i, l)) * b;
+    }
+}
+
+template <class T>
+Errors measure(Engine& e, const Matrix<T>& A, const Matrix<T>& B,
+               const std::vector<long double>& ref, index_t n) {
+  Matrix<T> C(n, n);
+  C.fill(T(0));
+  e.gemm(Op::N, Op::N, n, n, n, T(1), A.data(), A.ld(), B.data(), B.ld(), T(0), C.data(), C.ld());
+  Errors r;
+  long double err2 = 0, ref2 = 0;
+  for (index_t t = 0; t < n * n; ++t) {
+    long double d = std::abs(static_cast<long double>(C.data()[t]) - ref[t]);
+    r.max_abs = std::max(r.max_abs, static_cast<double>(d));
+    r.mean_abs += static_cast<double>(d);
+    err2 += d * d, ref2 += ref[t] * ref[t];
+  }
+  r.mean_abs /= double(n * n);
+  r.rel_frobenius = static_cast<double>(std::sqrt(err2 / ref2));
+  return r;
+}
+
+template <class T>
+void report(const AccuracyOptions& o, std::ostream& os) {
+  for (const std::string& matrices : {std::string("random"), std::string("identity")}) {
+    Matrix<T> A, B;
+    std::vector<long double> ref;
+    make_inputs<T>(matrices, o.n, A, B, ref);
+    for (const auto& name : o.engines)
+      for (int L = 0; L <= o.max_levels; ++L) {
+        if (L > 0 && name == "blas") break;
+        EngineOptions eo;
+        eo.levels = L;
+        eo.cutoff = 16;
+        eo.threads = o.threads;
+        auto e = make_engine(name, eo);
+        Errors r = measure<T>(*e, A, B, ref, o.n);
+        os << std::left << std::setw(10) << matrices << std::setw(18) << name << std::setw(7) << L
+           << std::scientific << std::setprecision(3) << std::setw(12) << r.max_abs
+           << std::setw(12) << r.mean_abs << std::setw(12) << r.rel_frobenius << "\n";
+      }
+  }
+}
+
+}  // namespace
+
+int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank) {
+  if (rank != 0) return 0;
+  if (o.n < 1 || o.n > 4096) throw UsageError("--n must be between 1 and 4096 for accuracy runs");
+  if (o.max_levels < 0 || o.max_levels > 6) throw UsageError("--levels must be between 0 and 6");
+  for (const auto& e : o.engines) make_engine(e, {});  // unknown names fail before any work
+  os << "accuracy: n = " << o.n << ", " << o.dtype << ", reference in "
+     << (o.dtype == "f32" ? "double" : "long double") << "\n"
+     << std::left << std::setw(10) << "matrices" << std::setw(18) << "engine" << std::setw(7)
+     << "levels" << std::setw(12) << "max abs" << std::setw(12) << "mean abs" << std::setw(12)
+     << "rel frob" << "\n";
+  if (o.dtype == "f32") report<float>(o, os);
+  else if (o.dtype == "f64") report<double>(o, os);
+  else throw UsageError("unknown --dtype '" + o.dtype + "': use f32 or f64");
+  return 0;
+}
+
+}  // namespace distmm
