@@ -23,6 +23,8 @@ struct AlgoOptions {
   std::string caps_steps;     // CAPS: "BBD" etc., empty = automatic
   std::string formula = "strassen";  // CAPS: strassen | winograd
   std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
+  const Engine* engine = nullptr;  // CAPS: the local engine, for its memory estimate
+  Dtype dtype = Dtype::f64;
 };
 
 // Words and messages per rank under comm.hpp's counting convention, exact for this layout.
@@ -50,6 +52,11 @@ class DistAlgorithm {
   virtual bool uses_engine() const { return true; }
   // Set when communication is not routed through comm.hpp (ScaLAPACK): no measured counts.
   virtual bool counts_words() const { return true; }
+  // Strassen-like algorithms are compared with the Strassen lower bound, others the classical.
+  virtual bool strassen_like() const { return false; }
+  // Factor on the classical rounding-error bound (12^steps for Strassen-like steps, Higham
+  // Thm. 23.3); the local engine's own factor multiplies it.
+  virtual double error_growth() const { return 1.0; }
 };
 
 template <class Derived>

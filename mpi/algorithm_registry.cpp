@@ -13,7 +13,7 @@ using Factory = std::function<std::unique_ptr<DistAlgorithm>(const Comm&, GemmSh
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> r = {
       {"summa", make_summa},   {"cannon", make_cannon}, {"dns", make_dns},
-      {"scalapack", make_scalapack},
+      {"scalapack", make_scalapack}, {"caps", make_caps},
   };
   return r;
 }

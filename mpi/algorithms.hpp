@@ -9,5 +9,6 @@ std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const 
 std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_scalapack(const Comm& world, GemmShape s, const AlgoOptions& o);
+std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o);
 
 }  // namespace distmm

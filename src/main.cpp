@@ -51,6 +51,10 @@ void add_run_options(CLI::App* run, distmm::RunOptions& o, distmm::index_t& size
   run->add_option("--grid-rows", o.algo_opts.grid_rows,
                   "Process-grid rows for summa/scalapack (default: chosen from the shape)");
   run->add_option("--nb", o.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
+  run->add_option("--caps-steps", o.algo_opts.caps_steps,
+                  "CAPS step sequence from the top, B = BFS, D = DFS, e.g. DBB (default: by memory)");
+  run->add_option("--formula", o.algo_opts.formula, "CAPS formula: strassen|winograd")
+      ->capture_default_str();
   run->add_option("--levels", o.levels, "Recursion levels of Strassen-like engines, or auto")
       ->capture_default_str();
   run->add_option("--cutoff", o.engine_opts.cutoff, "Smallest dimension that still recurses")

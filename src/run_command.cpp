@@ -75,7 +75,7 @@ int run_typed(const RunOptions& o, const Comm& world, DistAlgorithm& algo, Engin
   rec.words_max = mx[0], rec.messages_max = mx[1];
   rec.words_mean = sum[0] / world.size(), rec.messages_mean = sum[1] / world.size();
 
-  const double growth = engine.error_growth();
+  const double growth = engine.error_growth() * algo.error_growth();
   if (o.verify != "none") {
     double tol = verify_tolerance(dt, o.k, growth);
     VerifyResult v =
@@ -120,6 +120,9 @@ int run_command(RunOptions o) {
   blas_set_threads(o.engine_opts.threads);
   o.engine_opts.levels = o.levels == "auto" ? -1 : std::stoi(o.levels);
   auto engine = make_engine(o.engine, o.engine_opts);
+  o.algo_opts.engine = engine.get();
+  o.algo_opts.dtype = dt;
+  if (!o.mem_limit.empty()) o.algo_opts.mem_limit = budget;
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
 
   double peak = double(algo->peak_bytes(dt, *engine));
@@ -156,7 +159,9 @@ int run_command(RunOptions o) {
   rec.analytic_words_max = est.words_max;
   rec.analytic_words_mean = est.words_mean;
   rec.analytic_messages_max = est.messages_max;
-  LowerBound lb = classical_lower_bound(o.m, o.n, o.k, P, peak / size_of(dt));
+  LowerBound lb = algo->strassen_like()
+                      ? strassen_lower_bound(std::max({o.m, o.n, o.k}), P, peak / size_of(dt))
+                      : classical_lower_bound(o.m, o.n, o.k, P, peak / size_of(dt));
   rec.lower_bound_words = lb.words;
   rec.lower_bound = lb.which;
 

@@ -1,0 +1,473 @@
+// CAPS: communication-avoiding parallel Strassen (Ballard, Demmel, Holtz, Lipshitz & Schwartz,
+// SPAA 2012; Lipshitz et al., SC 2012) on P = m * 7^k ranks, m in 1..6.
+//
+// Layout. The (padded) matrices are cut s times into quadrants (s = number of steps) into 4^s leaf
+// blocks, and every leaf block is split by columns over the ranks of the current communicator
+// (chunk c of Pc: columns [c b / Pc, (c + 1) b / Pc)). A rank stores its chunk of every leaf
+// block, in Z order, so each quadrant is a contiguous quarter of its buffer with identical local
+// structure: the additions of every step are local.
+//  - BFS step: rank q of Pc belongs to group g = q mod 7 at position r = q div 7. It forms its
+//    chunks of all seven S_j and T_j, sends those of product j to rank 7r + j (an all-to-all among
+//    the 7 ranks at position r), so that group j holds subproblem j over Pc/7 ranks (chunk r of
+//    Pc/7 is the union of chunks 7r..7r+6 of Pc), recurses there, and the products come back the
+//    same way to be combined locally into C.
+//  - DFS step: all ranks do the 7 subproblems in turn; no communication, little memory.
+//  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, A's leaf is allgathered
+//    and each rank multiplies it by its own columns of B (1-D, classical).
+// Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
+// (all rows x the rank's column chunks) are copied in and out of the Z-ordered buffers.
+#include <cmath>
+#include <cstring>
+
+#include "algorithms.hpp"
+#include "caps.hpp"
+#include "grid.hpp"
+#include "../node/fused.hpp"
+#include "../src/system.hpp"
+
+namespace distmm {
+namespace {
+
+// Coefficients of product j over the quadrants (11, 12, 21, 22) of A and of B, and of its
+// contribution to the quadrants of C.
+struct Formula {
+  double a[7][4], b[7][4], c[7][4];
+};
+constexpr Formula kStrassen = {
+    {{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 0, 0, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}},
+    {{1, 0, 0, 1}, {1, 0, 0, 0}, {0, 1, 0, -1}, {-1, 0, 1, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}},
+    {{1, 0, 0, 1}, {0, 0, 1, -1}, {0, 1, 0, 1}, {1, 0, 1, 0}, {-1, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 0, 0}}};
+// Winograd's variant with its chained sums written out (S4 = A11 + A12 - A21 - A22, ...).
+constexpr Formula kWinograd = {
+    {{1, 0, 0, 0}, {0, 1, 0, 0}, {1, 1, -1, -1}, {0, 0, 0, 1}, {0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}},
+    {{1, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}, {1, -1, -1, 1}, {-1, 1, 0, 0}, {1, -1, 0, 1}, {0, -1, 0, 1}},
+    {{1, 1, 1, 1}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, -1, 0}, {0, 1, 0, 1}, {0, 1, 1, 1}, {0, 0, 1, 1}}};
+
+index_t chunk_begin(index_t b, int c, int P) { return b * c / P; }
+index_t chunk_width(index_t b, int c, int P) { return chunk_begin(b, c + 1, P) - chunk_begin(b, c, P); }
+
+// Dimensions of the problem at one stage of the recursion, and this rank's chunk widths.
+struct Stage {
+  index_t m, n, k;  // (padded) sizes of this subproblem
+  int steps;        // steps left
+  int P, rank;      // communicator size and this rank's position in it
+  index_t leaves() const { return index_t(1) << (2 * steps); }
+  index_t lm() const { return m >> steps; }  // leaf block sizes
+  index_t ln() const { return n >> steps; }
+  index_t lk() const { return k >> steps; }
+  index_t a_len() const { return leaves() * lm() * chunk_width(lk(), rank, P); }
+  index_t b_len() const { return leaves() * lk() * chunk_width(ln(), rank, P); }
+  index_t c_len() const { return leaves() * lm() * chunk_width(ln(), rank, P); }
+  Stage child_dfs() const { return {m / 2, n / 2, k / 2, steps - 1, P, rank}; }
+  Stage child_bfs() const { return {m / 2, n / 2, k / 2, steps - 1, P / 7, rank / 7}; }
+};
+
+class Caps final : public AlgorithmBase<Caps> {
+ public:
+  Caps(const Comm& world, GemmShape s, int mfac, int k7, std::string steps, const Formula& f,
+       std::string formula)
+      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), formula_(std::move(formula)),
+        world_(world.dup()) {
+    const int S = static_cast<int>(steps_.size());
+    auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
+    top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank()};
+    pa_ = piece(s.m, s.k, top_.lk());
+    pb_ = piece(s.k, s.n, top_.ln());
+    pc_ = piece(s.m, s.n, top_.ln());
+    // Communicators of every BFS level, made once (collective, so every rank builds the same).
+    Stage st = top_;
+    const Comm* cur = &world_;
+    for (char c : steps_) {
+      if (c == 'B') {
+        int q = cur->rank();
+        peers_.push_back(cur->split(q / 7, q % 7));
+        groups_.push_back(cur->split(q % 7, q / 7));
+        cur = &groups_.back();
+        st = st.child_bfs();
+      } else {
+        st = st.child_dfs();
+      }
+    }
+    leaf_comm_ = cur->dup();
+  }
+
+  std::string name() const override { return "caps"; }
+  std::string layout() const override {
+    return "P = " + std::to_string(m_) + " * 7^" + std::to_string(k7_) + ", steps " +
+           (steps_.empty() ? "(none)" : steps_) + ", " + formula_ + ", padded to " +
+           std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+  bool strassen_like() const override { return true; }
+  double error_growth() const override { return std::pow(12.0, double(steps_.size())); }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * size_of(dt));
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int r = 0; r < world_.size(); ++r) {
+      Stage st = top_;
+      st.rank = r;
+      double w = 0, msgs = 0;
+      words(st, 0, 1.0, w, msgs);
+      acc.add(w, msgs);
+    }
+    return acc.done(world_.size());
+  }
+
+  template <class T>
+  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+    std::vector<T> a(top_.a_len()), b(top_.b_len()), c(top_.c_len());
+    pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.data());
+    pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.data());
+    recurse<T>(e, top_, 0, world_, a.data(), b.data(), c.data());
+    // C = alpha (AB) + beta C on the user's piece.
+    Matrix<T> d(C.rows(), C.cols());
+    unpack(c.data(), s_.m, s_.n, top_.lm(), top_.ln(), d);
+    for (index_t t = 0; t < C.size(); ++t)
+      C.data()[t] = alpha * d.data()[t] + (beta == T(0) ? T(0) : beta * C.data()[t]);
+  }
+
+ private:
+  // All rows; for each leaf-block column, this rank's chunk of its columns (clipped to cols).
+  Piece piece(index_t rows, index_t cols, index_t leaf_cols) const {
+    Piece p;
+    const int S = top_.steps;
+    const index_t c0 = chunk_begin(leaf_cols, top_.rank, top_.P);
+    const index_t w = chunk_width(leaf_cols, top_.rank, top_.P);
+    for (index_t L = 0; L < (index_t(1) << S); ++L) {
+      index_t g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
+      if (g1 > g0) p.col_runs.push_back({g0, g1 - g0});
+    }
+    if (p.col_runs.empty() || rows == 0) return Piece();
+    p.row_runs.push_back({0, rows});
+    return p;
+  }
+
+  // Offset, in a Z-ordered buffer, of leaf block (bi, bj) of a 2^S x 2^S grid.
+  static index_t z_index(index_t bi, index_t bj, int S) {
+    index_t z = 0;
+    for (int bit = S - 1; bit >= 0; --bit) z = z * 4 + ((bi >> bit) & 1) * 2 + ((bj >> bit) & 1);
+    return z;
+  }
+
+  // Between the user's piece (rows x runs) and the Z-ordered, zero-padded leaf chunks.
+  template <class T>
+  void pack(const Matrix<T>& M, index_t rows, index_t cols, index_t lr, index_t lc, T* out) const {
+    const int S = top_.steps;
+    const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
+    const index_t blk = lr * w;
+    std::fill(out, out + (index_t(1) << (2 * S)) * blk, T(0));
+    index_t local_col = 0;
+    for (index_t bj = 0; bj < (index_t(1) << S); ++bj)
+      for (index_t j = 0; j < w; ++j) {
+        index_t gc = bj * lc + c0 + j;
+        if (gc >= cols) continue;
+        for (index_t bi = 0; bi < (index_t(1) << S); ++bi) {
+          index_t r0 = bi * lr, nr = std::min(lr, rows - r0);
+          if (nr <= 0) continue;
+          T* dst = out + z_index(bi, bj, S) * blk + j * lr;
+          std::memcpy(dst, M.data() + r0 + local_col * M.ld(), sizeof(T) * nr);
+        }
+        ++local_col;
+      }
+  }
+  template <class T>
+  void unpack(const T* in, index_t rows, index_t cols, index_t lr, index_t lc, Matrix<T>& M) const {
+    const int S = top_.steps;
+    const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
+    const index_t blk = lr * w;
+    index_t local_col = 0;
+    for (index_t bj = 0; bj < (index_t(1) << S); ++bj)
+      for (index_t j = 0; j < w; ++j) {
+        index_t gc = bj * lc + c0 + j;
+        if (gc >= cols) continue;
+        for (index_t bi = 0; bi < (index_t(1) << S); ++bi) {
+          index_t r0 = bi * lr, nr = std::min(lr, rows - r0);
+          if (nr <= 0) continue;
+          std::memcpy(M.data() + r0 + local_col * M.ld(), in + z_index(bi, bj, S) * blk + j * lr,
+                      sizeof(T) * nr);
+        }
+        ++local_col;
+      }
+  }
+
+  // Local sums of quadrants: out_j = sum_q coef[j][q] x_q for all seven products in one pass
+  // (only = -1), or for product `only` alone (DFS).
+  template <class T>
+  static void form_sums(const T* x, index_t quarter, const double (&coef)[7][4], T* out,
+                        int only = -1) {
+    std::array<ConstBlock<T>, 4> in;
+    for (int q = 0; q < 4; ++q) in[q] = {x + q * quarter, quarter};
+    if (only >= 0) {
+      std::array<std::array<T, 4>, 1> c{};
+      for (int q = 0; q < 4; ++q) c[0][q] = T(coef[only][q]);
+      fused_combine<T, 4, 1>(quarter, 1, in, {MutBlock<T>{out, quarter, false}}, c);
+      return;
+    }
+    std::array<MutBlock<T>, 7> o;
+    std::array<std::array<T, 4>, 7> c{};
+    for (int j = 0; j < 7; ++j) {
+      o[j] = {out + j * quarter, quarter, false};
+      for (int q = 0; q < 4; ++q) c[j][q] = T(coef[j][q]);
+    }
+    fused_combine<T, 4, 7>(quarter, 1, in, o, c);
+  }
+  // C_q = sum_j coef[j][q] M_j for the four quadrants, in one pass over the seven products.
+  template <class T>
+  static void combine(const T* M, index_t quarter, const double (&coef)[7][4], T* c) {
+    std::array<ConstBlock<T>, 7> in;
+    for (int j = 0; j < 7; ++j) in[j] = {M + j * quarter, quarter};
+    std::array<MutBlock<T>, 4> o;
+    std::array<std::array<T, 7>, 4> k{};
+    for (int q = 0; q < 4; ++q) {
+      o[q] = {c + q * quarter, quarter, false};
+      for (int j = 0; j < 7; ++j) k[q][j] = T(coef[j][q]);
+    }
+    fused_combine<T, 7, 4>(quarter, 1, in, o, k);
+  }
+
+  template <class T>
+  void recurse(Engine& e, const Stage& st, int depth, const Comm& comm, const T* a, const T* b,
+               T* c) {
+    if (st.steps == 0) return leaf<T>(e, st, a, b, c);
+    const Stage ch = steps_[depth] == 'B' ? st.child_bfs() : st.child_dfs();
+    const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
+    if (steps_[depth] == 'D') {
+      std::vector<T> s(qa), t(qb), mprod(qc);
+      std::fill(c, c + st.c_len(), T(0));
+      for (int j = 0; j < 7; ++j) {
+        form_sums(a, qa, f_.a, s.data(), j);
+        form_sums(b, qb, f_.b, t.data(), j);
+        recurse<T>(e, ch, depth + 1, comm, s.data(), t.data(), mprod.data());
+        for (int q = 0; q < 4; ++q) {
+          if (f_.c[j][q] == 0) continue;
+          std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};
+          fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.data(), qc}},
+                                 {MutBlock<T>{c + q * qc, qc, true}}, k);
+        }
+      }
+      return;
+    }
+    // BFS: sums for all seven products, all-to-all among the 7 peers, recurse in the group.
+    const int bfs_index = bfs_level(depth);
+    const Comm& peers = peers_[bfs_index];
+    const Comm& group = groups_[bfs_index];
+    std::vector<T> s(7 * qa), t(7 * qb);
+    form_sums(a, qa, f_.a, s.data());
+    form_sums(b, qb, f_.b, t.data());
+    const index_t L = ch.leaves();  // leaf blocks per quadrant
+    const int r = st.rank / 7, g = st.rank % 7;
+    // Peer p's chunk widths (of Pc) for A's and B's (and C's) leaf columns.
+    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.P); };
+    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.P); };
+    std::vector<T> sub_a(ch.a_len()), sub_b(ch.b_len()), sub_c(ch.c_len());
+    exchange_in<T>(peers, s.data(), qa, sub_a.data(), L, st.lm(), wa, g);
+    exchange_in<T>(peers, t.data(), qb, sub_b.data(), L, st.lk(), wb, g);
+    recurse<T>(e, ch, depth + 1, group, sub_a.data(), sub_b.data(), sub_c.data());
+    std::vector<T> mall(7 * qc);
+    exchange_out<T>(peers, sub_c.data(), mall.data(), qc, L, st.lm(), wb, g);
+    combine<T>(mall.data(), qc, f_.c, c);
+  }
+
+  int bfs_level(int depth) const {
+    int b = 0;
+    for (int d = 0; d < depth; ++d) b += steps_[d] == 'B';
+    return b;
+  }
+
+  // Sends sums[j] (quarter elements: L leaf chunks of rows x w(me)) to peer j and assembles the
+  // subproblem's chunks: for each leaf, the 7 peers' column chunks side by side.
+  template <class T, class Width>
+  void exchange_in(const Comm& peers, const T* sums, index_t quarter, T* sub, index_t L,
+                   index_t rows, Width w, int me) const {
+    std::vector<std::vector<T>> recv(7);
+    Requests rq;
+    for (int p = 0; p < 7; ++p) {
+      recv[p].resize(static_cast<std::size_t>(L * rows * w(p)));
+      if (p == me) {
+        std::copy(sums + me * quarter, sums + (me + 1) * quarter, recv[p].begin());
+        continue;
+      }
+      peers.irecv(recv[p].data(), static_cast<index_t>(recv[p].size()), p, 21, rq);
+      peers.isend(sums + p * quarter, quarter, p, 21, rq);
+    }
+    rq.wait_all();
+    index_t total_w = 0;
+    for (int p = 0; p < 7; ++p) total_w += w(p);
+    for (index_t leaf = 0; leaf < L; ++leaf) {
+      T* dst = sub + leaf * rows * total_w;
+      for (int p = 0; p < 7; ++p) {
+        index_t n = rows * w(p);
+        std::copy(recv[p].begin() + leaf * n, recv[p].begin() + (leaf + 1) * n, dst);
+        dst += n;
+      }
+    }
+  }
+  // The reverse: splits this group's product chunks among the 7 peers; receives their chunks of
+  // the other six products, so that mall holds this rank's chunks of all seven.
+  template <class T, class Width>
+  void exchange_out(const Comm& peers, const T* prod, T* mall, index_t quarter, index_t L,
+                    index_t rows, Width w, int me) const {
+    index_t total_w = 0;
+    std::vector<index_t> off(8, 0);
+    for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
+    std::vector<std::vector<T>> send(7);
+    Requests rq;
+    for (int p = 0; p < 7; ++p) {
+      send[p].resize(static_cast<std::size_t>(L * rows * w(p)));
+      for (index_t leaf = 0; leaf < L; ++leaf) {
+        const T* src = prod + leaf * rows * total_w + off[p] * rows;
+        std::copy(src, src + rows * w(p), send[p].begin() + leaf * rows * w(p));
+      }
+    }
+    for (int p = 0; p < 7; ++p) {
+      if (p == me) {
+        std::copy(send[me].begin(), send[me].end(), mall + me * quarter);
+        continue;
+      }
+      peers.irecv(mall + p * quarter, quarter, p, 22, rq);
+      peers.isend(send[p].data(), static_cast<index_t>(send[p].size()), p, 22, rq);
+    }
+    rq.wait_all();
+  }
+
+  template <class T>
+  void leaf(Engine& e, const Stage& st, const T* a, const T* b, T* c) {
+    const index_t lm = st.lm(), lk = st.lk(), wn = chunk_width(st.ln(), st.rank, st.P);
+    if (st.P == 1) {
+      e.gemm(Op::N, Op::N, lm, wn, lk, T(1), a, std::max<index_t>(lm, 1), b,
+             std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+      return;
+    }
+    // m > 1 ranks share the leaf: gather A's columns, multiply by this rank's columns of B.
+    std::vector<T> full(static_cast<std::size_t>(lm * lk));
+    std::vector<int> counts(st.P), displs(st.P);
+    for (int p = 0; p < st.P; ++p) {
+      counts[p] = mpi_count(lm * chunk_width(lk, p, st.P));
+      displs[p] = mpi_count(lm * chunk_begin(lk, p, st.P));
+    }
+    comm_counters().words_sent += lm * lk - counts[st.rank];  // receiver-charged, as a broadcast
+    comm_counters().messages_sent += st.P - 1;
+    MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.data(), counts.data(), displs.data(),
+                   mpi_type<T>(), leaf_comm_.get());
+    e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.data(), std::max<index_t>(lm, 1), b,
+           std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+  }
+
+  // Words this rank sends in the subtree (times `mult` for DFS repetitions), mirroring run().
+  void words(const Stage& st, int depth, double mult, double& w, double& msgs) const {
+    if (st.steps == 0) {
+      if (st.P > 1) {
+        w += mult * double(st.lm()) * (st.lk() - chunk_width(st.lk(), st.rank, st.P));
+        msgs += mult * (st.P - 1);
+      }
+      return;
+    }
+    if (steps_[depth] == 'D') {
+      words(st.child_dfs(), depth + 1, 7 * mult, w, msgs);
+      return;
+    }
+    const Stage ch = st.child_bfs();
+    const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4;
+    w += mult * 6 * (qa + qb), msgs += mult * 12;
+    // Reverse: this rank's group product, split into 7 column pieces; six leave.
+    const int r = st.rank / 7, g = st.rank % 7;
+    double mine = double(ch.leaves()) * st.lm() * chunk_width(st.ln(), 7 * r + g, st.P);
+    w += mult * (double(ch.c_len()) - mine), msgs += mult * 6;
+    words(ch, depth + 1, mult, w, msgs);
+  }
+
+  GemmShape s_;
+  int m_, k7_;
+  std::string steps_;
+  Formula f_;
+  std::string formula_;
+  Comm world_;
+  Stage top_{};
+  Piece pa_, pb_, pc_;
+  std::vector<Comm> peers_, groups_;
+  Comm leaf_comm_;
+};
+
+}  // namespace
+
+double caps_peak_words(GemmShape s, int P, const std::string& steps, const Engine& e, Dtype dt) {
+  const int S = static_cast<int>(steps.size());
+  auto pad = [&](index_t x) { return double(((x + (index_t(1) << S) - 1) >> S) << S); };
+  double m = pad(s.m), n = pad(s.n), k = pad(s.k);
+  // Inputs and output in the user's layout and in the padded buffers, then per step the largest
+  // live set (a ceiling: chunk widths rounded up).
+  double live = 2 * (m * k + k * n + m * n) / P, peak = live, Pc = P;
+  for (char c : steps) {
+    double qa = m * k / 4 / Pc, qb = k * n / 4 / Pc, qc = m * n / 4 / Pc;
+    if (c == 'D') {
+      live += qa + qb + qc;
+    } else {
+      // seven sums of each, their exchange buffers, the subproblem, and seven products back
+      live += 7 * (qa + qb) + 7 * (qa + qb) + 7 * qc + 7 * qc;
+      Pc /= 7;
+    }
+    m /= 2, n /= 2, k /= 2;
+    peak = std::max(peak, live);
+  }
+  double leaf_extra = Pc > 1 ? m * k : 0;  // gathered A at a shared leaf
+  double ws = double(e.workspace_bytes(index_t(m), index_t(std::ceil(n / Pc)), index_t(k), dt)) /
+              size_of(dt);
+  return std::max(peak, live + leaf_extra + ws);
+}
+
+std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const Engine* engine = o.engine;
+  const Dtype dt = o.dtype;
+  const int P = world.size();
+  int k7 = 0, m = P;
+  while (m % 7 == 0) m /= 7, ++k7;
+  if (m > 6) {
+    int lo = 1, hi = 1;
+    for (int p = 1; p <= 6 * 7 * 7 * 7 * 7; ++p) {
+      int mm = p, kk = 0;
+      while (mm % 7 == 0) mm /= 7, ++kk;
+      if (mm > 6) continue;
+      if (p < P) lo = p;
+      if (p > P) { hi = p; break; }
+    }
+    throw UsageError("caps needs P = m * 7^k ranks with m in 1..6, got " + std::to_string(P) +
+                     ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
+                     " ranks, or --algo summa");
+  }
+  const Formula* f = nullptr;
+  if (o.formula == "strassen") f = &kStrassen;
+  else if (o.formula == "winograd") f = &kWinograd;
+  else throw UsageError("unknown --formula '" + o.formula + "': use strassen or winograd");
+
+  std::string steps = o.caps_steps;
+  if (!steps.empty()) {
+    int b = 0;
+    for (char c : steps) {
+      if (c != 'B' && c != 'D')
+        throw UsageError("--caps-steps '" + steps + "' may hold only B (BFS) and D (DFS) steps");
+      b += c == 'B';
+    }
+    if (b != k7)
+      throw UsageError("--caps-steps '" + steps + "' has " + std::to_string(b) + " BFS steps but " +
+                       std::to_string(P) + " ranks = " + std::to_string(m) + " * 7^" +
+                       std::to_string(k7) + " need exactly " + std::to_string(k7));
+    if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
+  } else {
+    // As in CAPS: all k BFS steps if memory allows, else DFS steps first (each cuts the
+    // subproblem 4x before the memory-hungry BFS steps) until the estimate fits.
+    std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size());
+    for (int d = 0; d <= 8; ++d) {
+      steps = std::string(d, 'D') + std::string(k7, 'B');
+      if (!engine || caps_peak_words(s, P, steps, *engine, dt) * size_of(dt) <= double(limit)) break;
+    }
+  }
+  return std::make_unique<Caps>(world, s, m, k7, steps, *f, o.formula);
+}
+
+}  // namespace distmm

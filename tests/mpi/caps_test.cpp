@@ -1,0 +1,74 @@
+// CAPS on P = m * 7^k ranks: BFS-only, DFS-only and mixed step sequences, both formulas, both
+// dtypes, odd sizes (padding), against BLAS on the gathered operands (integer inputs: exact),
+// and measured words against the analytic count.
+#include <gtest/gtest.h>
+
+#include "mpi_test_util.hpp"
+
+using namespace distmm;
+using distmm::testing::multiply_and_compare;
+
+namespace {
+
+int bfs_steps_for(int P) {
+  int k = 0;
+  while (P % 7 == 0) P /= 7, ++k;
+  return P <= 6 ? k : -1;
+}
+
+TEST(Caps, StepSequencesFormulasAndDtypes) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  const int k = bfs_steps_for(P);
+  if (k < 0) GTEST_SKIP() << P << " ranks do not fit CAPS";
+  const std::string B(k, 'B');
+  std::vector<std::string> sequences = {B, "D" + B, B + "D"};
+  if (k == 0) sequences = {"", "D", "DD"};
+  if (k >= 2) sequences.push_back("BDB");
+  const index_t shapes[][3] = {{37, 41, 29}, {16, 16, 16}, {1, 5, 3}, {50, 7, 64}};
+  for (const auto& seq : sequences)
+    for (const char* formula : {"strassen", "winograd"})
+      for (const auto& sh : shapes) {
+        AlgoOptions o;
+        o.caps_steps = seq;
+        o.formula = formula;
+        auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 2.0, 0.5, o);
+        ASSERT_FALSE(d.skipped) << d.note;
+        EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " "
+                                  << sh[0] << "x" << sh[1] << "x" << sh[2];
+        EXPECT_TRUE(d.words_match) << d.note;
+        auto f = multiply_and_compare<float>("caps", "blas", sh[0], sh[1], sh[2], 1.0, 0.0, o);
+        EXPECT_EQ(f.max_err, 0.0) << "f32 P=" << P << " steps '" << seq << "' " << formula;
+      }
+}
+
+TEST(Caps, AutomaticStepsAndStrassenEngineAtTheLeaves) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  if (bfs_steps_for(P) < 0) GTEST_SKIP();
+  EngineOptions eo;
+  eo.levels = 1;
+  eo.cutoff = 2;
+  auto r = multiply_and_compare<double>("caps", "winograd", 43, 43, 43, 1.0, 0.0, {}, eo);
+  EXPECT_EQ(r.max_err, 0.0);
+}
+
+TEST(Caps, WrongRankCountNamesTheValidOnes) {
+  Comm world = Comm::world();
+  if (bfs_steps_for(world.size()) >= 0) {
+    AlgoOptions o;
+    o.caps_steps = "BBBBBBBBB";  // more BFS steps than 7-factors
+    EXPECT_THROW(make_algorithm("caps", world, {8, 8, 8}, o), UsageError);
+    return;
+  }
+  try {
+    make_algorithm("caps", world, {8, 8, 8}, {});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("caps needs P = m * 7^k"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("got " + std::to_string(world.size())), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
