@@ -29,5 +29,6 @@ for (m, n, k, dt, P), rs in sorted(by_size.items()):
         ratio = (f"{r['words_max'] / r['analytic_words_max']:.3f}"
                  if r["words_measured"] and r["analytic_words_max"] > 0 else "n/a")
         size = f"{m}" if m == n == k else f"{m}x{n}x{k}"
-        print(f"| {size} | {dt} | {P} | {r[args.key]} | {r['time_median']:.3f} | {r['gflops']:.1f} | {sp} "
+        label = r[args.key] + (f" ({r['layout'].split('steps ')[1].split(',')[0]})" if r["algo"] == "caps" and args.key == "algo" else "")
+        print(f"| {size} | {dt} | {P} | {label} | {r['time_median']:.3f} | {r['gflops']:.1f} | {sp} "
               f"| {wm} | {r['analytic_words_max']:.4g} | {ratio} | {'yes' if r['passed'] else 'NO'} |")

@@ -121,13 +121,13 @@ class Caps final : public AlgorithmBase<Caps> {
 
   template <class T>
   void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
-    std::vector<T> a(top_.a_len()), b(top_.b_len()), c(top_.c_len());
-    pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.data());
-    pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.data());
-    recurse<T>(e, top_, 0, world_, a.data(), b.data(), c.data());
+    auto a = buffer<T>(top_.a_len()), b = buffer<T>(top_.b_len()), c = buffer<T>(top_.c_len());
+    pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.get());
+    pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.get());
+    recurse<T>(e, top_, 0, world_, a.get(), b.get(), c.get());
     // C = alpha (AB) + beta C on the user's piece.
     Matrix<T> d(C.rows(), C.cols());
-    unpack(c.data(), s_.m, s_.n, top_.lm(), top_.ln(), d);
+    unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
     for (index_t t = 0; t < C.size(); ++t)
       C.data()[t] = alpha * d.data()[t] + (beta == T(0) ? T(0) : beta * C.data()[t]);
   }
@@ -238,16 +238,16 @@ class Caps final : public AlgorithmBase<Caps> {
     const Stage ch = steps_[depth] == 'B' ? st.child_bfs() : st.child_dfs();
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
     if (steps_[depth] == 'D') {
-      std::vector<T> s(qa), t(qb), mprod(qc);
+      auto s = buffer<T>(qa), t = buffer<T>(qb), mprod = buffer<T>(qc);
       std::fill(c, c + st.c_len(), T(0));
       for (int j = 0; j < 7; ++j) {
-        form_sums(a, qa, f_.a, s.data(), j);
-        form_sums(b, qb, f_.b, t.data(), j);
-        recurse<T>(e, ch, depth + 1, comm, s.data(), t.data(), mprod.data());
+        form_sums(a, qa, f_.a, s.get(), j);
+        form_sums(b, qb, f_.b, t.get(), j);
+        recurse<T>(e, ch, depth + 1, comm, s.get(), t.get(), mprod.get());
         for (int q = 0; q < 4; ++q) {
           if (f_.c[j][q] == 0) continue;
           std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};
-          fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.data(), qc}},
+          fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.get(), qc}},
                                  {MutBlock<T>{c + q * qc, qc, true}}, k);
         }
       }
@@ -257,21 +257,29 @@ class Caps final : public AlgorithmBase<Caps> {
     const int bfs_index = bfs_level(depth);
     const Comm& peers = peers_[bfs_index];
     const Comm& group = groups_[bfs_index];
-    std::vector<T> s(7 * qa), t(7 * qb);
-    form_sums(a, qa, f_.a, s.data());
-    form_sums(b, qb, f_.b, t.data());
+    auto s = buffer<T>(7 * qa), t = buffer<T>(7 * qb);
+    form_sums(a, qa, f_.a, s.get());
+    form_sums(b, qb, f_.b, t.get());
     const index_t L = ch.leaves();  // leaf blocks per quadrant
     const int r = st.rank / 7, g = st.rank % 7;
     // Peer p's chunk widths (of Pc) for A's and B's (and C's) leaf columns.
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.P); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.P); };
-    std::vector<T> sub_a(ch.a_len()), sub_b(ch.b_len()), sub_c(ch.c_len());
-    exchange_in<T>(peers, s.data(), qa, sub_a.data(), L, st.lm(), wa, g);
-    exchange_in<T>(peers, t.data(), qb, sub_b.data(), L, st.lk(), wb, g);
-    recurse<T>(e, ch, depth + 1, group, sub_a.data(), sub_b.data(), sub_c.data());
-    std::vector<T> mall(7 * qc);
-    exchange_out<T>(peers, sub_c.data(), mall.data(), qc, L, st.lm(), wb, g);
-    combine<T>(mall.data(), qc, f_.c, c);
+    auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len());
+    exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.lm(), wa, g);
+    exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.lk(), wb, g);
+    s.reset(), t.reset();  // the sums have left; free them before the subproblem
+    auto sub_c = buffer<T>(ch.c_len());
+    recurse<T>(e, ch, depth + 1, group, sub_a.get(), sub_b.get(), sub_c.get());
+    sub_a.reset(), sub_b.reset();
+    auto mall = buffer<T>(7 * qc);
+    exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.lm(), wb, g);
+    combine<T>(mall.get(), qc, f_.c, c);
+  }
+
+  template <class T>
+  static AlignedPtr<T> buffer(index_t n) {  // uninitialised: every element is written first
+    return aligned_alloc_array<T>(static_cast<std::size_t>(std::max<index_t>(n, 1)));
   }
 
   int bfs_level(int depth) const {
@@ -285,15 +293,17 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T, class Width>
   void exchange_in(const Comm& peers, const T* sums, index_t quarter, T* sub, index_t L,
                    index_t rows, Width w, int me) const {
-    std::vector<std::vector<T>> recv(7);
+    std::array<AlignedPtr<T>, 7> recv;
+    std::array<const T*, 7> from;
     Requests rq;
     for (int p = 0; p < 7; ++p) {
-      recv[p].resize(static_cast<std::size_t>(L * rows * w(p)));
-      if (p == me) {
-        std::copy(sums + me * quarter, sums + (me + 1) * quarter, recv[p].begin());
+      if (p == me) {  // this rank's own sum stays
+        from[p] = sums + me * quarter;
         continue;
       }
-      peers.irecv(recv[p].data(), static_cast<index_t>(recv[p].size()), p, 21, rq);
+      recv[p] = buffer<T>(L * rows * w(p));
+      from[p] = recv[p].get();
+      peers.irecv(recv[p].get(), L * rows * w(p), p, 21, rq);
       peers.isend(sums + p * quarter, quarter, p, 21, rq);
     }
     rq.wait_all();
@@ -303,7 +313,7 @@ class Caps final : public AlgorithmBase<Caps> {
       T* dst = sub + leaf * rows * total_w;
       for (int p = 0; p < 7; ++p) {
         index_t n = rows * w(p);
-        std::copy(recv[p].begin() + leaf * n, recv[p].begin() + (leaf + 1) * n, dst);
+        std::copy(from[p] + leaf * n, from[p] + (leaf + 1) * n, dst);
         dst += n;
       }
     }
@@ -316,22 +326,20 @@ class Caps final : public AlgorithmBase<Caps> {
     index_t total_w = 0;
     std::vector<index_t> off(8, 0);
     for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
-    std::vector<std::vector<T>> send(7);
+    std::array<AlignedPtr<T>, 7> send;
     Requests rq;
     for (int p = 0; p < 7; ++p) {
-      send[p].resize(static_cast<std::size_t>(L * rows * w(p)));
+      // This rank's own piece goes straight to its slot in mall.
+      T* dst = p == me ? mall + me * quarter : (send[p] = buffer<T>(L * rows * w(p))).get();
       for (index_t leaf = 0; leaf < L; ++leaf) {
         const T* src = prod + leaf * rows * total_w + off[p] * rows;
-        std::copy(src, src + rows * w(p), send[p].begin() + leaf * rows * w(p));
+        std::copy(src, src + rows * w(p), dst + leaf * rows * w(p));
       }
     }
     for (int p = 0; p < 7; ++p) {
-      if (p == me) {
-        std::copy(send[me].begin(), send[me].end(), mall + me * quarter);
-        continue;
-      }
+      if (p == me) continue;
       peers.irecv(mall + p * quarter, quarter, p, 22, rq);
-      peers.isend(send[p].data(), static_cast<index_t>(send[p].size()), p, 22, rq);
+      peers.isend(send[p].get(), L * rows * w(p), p, 22, rq);
     }
     rq.wait_all();
   }
@@ -345,7 +353,7 @@ class Caps final : public AlgorithmBase<Caps> {
       return;
     }
     // m > 1 ranks share the leaf: gather A's columns, multiply by this rank's columns of B.
-    std::vector<T> full(static_cast<std::size_t>(lm * lk));
+    auto full = buffer<T>(lm * lk);
     std::vector<int> counts(st.P), displs(st.P);
     for (int p = 0; p < st.P; ++p) {
       counts[p] = mpi_count(lm * chunk_width(lk, p, st.P));
@@ -353,9 +361,9 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     comm_counters().words_sent += lm * lk - counts[st.rank];  // receiver-charged, as a broadcast
     comm_counters().messages_sent += st.P - 1;
-    MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.data(), counts.data(), displs.data(),
+    MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.get(), counts.data(), displs.data(),
                    mpi_type<T>(), leaf_comm_.get());
-    e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.data(), std::max<index_t>(lm, 1), b,
+    e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.get(), std::max<index_t>(lm, 1), b,
            std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
   }
 
