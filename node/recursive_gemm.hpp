@@ -3,11 +3,14 @@
 // per-depth workspace allocated once per call (seed 001: no allocation inside the recursion),
 // alpha/beta handling, and the choice of the number of levels.
 //
-// A schedule (one per engine file) supplies
+// A schedule (strassen.hpp, strassen_lowmem.hpp, winograd.hpp) supplies
 //   static constexpr int kTemps[3];            // temporaries of A-, B- and C-quadrant size
 //   static constexpr bool kSumTempsFitC;       // A/B temporaries also serve as C-size outputs
 //   step(R&, depth, A, B, C, alpha, accumulate, Temps&)   // the 7 products and their additions
-// and calls R::multiply(depth + 1, ...) for each product.
+// and calls r.multiply(depth + 1, ...) for each product and r.combine / R::sums for additions.
+// A backend runs the leaves and the additions: CpuBackend (BLAS + OpenMP passes) here,
+// the GPU backend (cuBLAS + fused CUDA kernels) in cuda/gpu_strassen.cu, so one schedule serves
+// both.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -45,10 +48,29 @@ MachineRates calibrate_rates();  // BLAS rate on a 1024^3 product and a streamin
 int choose_levels(index_t m, index_t n, index_t k, std::size_t elem, double passes_per_level,
                   index_t cutoff, const MachineRates& rates);
 
-template <class T, class Schedule>
+// Host memory: OpenBLAS for the products, OpenMP passes for the additions.
+struct CpuBackend {
+  template <class T>
+  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
+            const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+    blas_gemm<T>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  template <class T, std::size_t NI, std::size_t NO>
+  void combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, NI>& in,
+               const std::array<MutBlock<T>, NO>& out, const std::array<std::array<T, NI>, NO>& coef) {
+    fused_combine<T, NI, NO>(rows, cols, in, out, coef);
+  }
+  template <class T>
+  void scale(index_t rows, index_t cols, T* p, index_t ld, T s) {
+    scale_block(rows, cols, p, ld, s);
+  }
+};
+
+template <class T, class Schedule, class Backend = CpuBackend>
 class Recursion {
  public:
-  Recursion(RecursionParams p, std::vector<T>& arena) : p_(p), arena_(arena) {}
+  // `arena` holds at least workspace_elems(...) elements for the problems it will see.
+  Recursion(RecursionParams p, T* arena, Backend& be) : p_(p), arena_(arena), be_(be) {}
 
   // Elements of workspace for a problem of this logical size (all depths).
   static index_t workspace_elems(index_t m, index_t n, index_t k, int levels, index_t cutoff) {
@@ -64,12 +86,9 @@ class Recursion {
 
   // C = alpha op(A) op(B) + beta C.
   void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta) {
-    std::size_t need =
-        static_cast<std::size_t>(workspace_elems(C.rows, C.cols, A.cols, p_.levels, p_.cutoff));
-    if (arena_.size() < need) arena_.resize(need);
     carve(C.rows, C.cols, A.cols);
     bool acc = beta != T(0);
-    if (acc && beta != T(1)) scale_block(C.rows, C.cols, C.p, C.ld, beta);
+    if (acc && beta != T(1)) be_.scale(C.rows, C.cols, C.p, C.ld, beta);
     multiply(0, A, B, C, alpha, acc);
   }
 
@@ -90,16 +109,23 @@ class Recursion {
     if (ne < n) leaf(A.sub(0, 0, me, k), B.sub(0, ne, k, 1), C.sub(0, ne, me, 1), alpha, acc);
   }
 
+  // out_o = [out_o +] sum_t coef[o][t] in_t over rows x cols.
+  template <std::size_t NI, std::size_t NO>
+  void combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, NI>& in,
+               const std::array<MutBlock<T>, NO>& out, const std::array<std::array<T, NI>, NO>& coef) {
+    be_.template combine<T, NI, NO>(rows, cols, in, out, coef);
+  }
+
   // Stored-orientation sum of quadrants into a temporary that keeps the operands' op.
   template <std::size_t NI, std::size_t NO>
-  static void sums(const std::array<Operand<T>, NI>& in, const std::array<T*, NO>& out,
+  void sums(const std::array<Operand<T>, NI>& in, const std::array<T*, NO>& out,
                    const std::array<std::array<T, NI>, NO>& coef) {
     const Operand<T>& r = in[0];
     std::array<ConstBlock<T>, NI> ib;
     std::array<MutBlock<T>, NO> ob;
     for (std::size_t t = 0; t < NI; ++t) ib[t] = in[t].block();
     for (std::size_t o = 0; o < NO; ++o) ob[o] = {out[o], std::max<index_t>(r.stored_rows(), 1), false};
-    fused_combine<T, NI, NO>(r.stored_rows(), r.stored_cols(), ib, ob, coef);
+    combine<NI, NO>(r.stored_rows(), r.stored_cols(), ib, ob, coef);
   }
   // A temporary holding a sum of quadrants of `like`, viewed as an operand.
   static Operand<T> temp_operand(T* p, const Operand<T>& like) {
@@ -114,12 +140,12 @@ class Recursion {
     return Schedule::kSumTempsFitC ? std::max(own, csize) : own;
   }
   void leaf(Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc) {
-    blas_gemm<T>(A.op, B.op, C.rows, C.cols, A.cols, alpha, A.p, A.ld, B.p, B.ld,
-                 acc ? T(1) : T(0), C.p, C.ld);
+    be_.template gemm<T>(A.op, B.op, C.rows, C.cols, A.cols, alpha, A.p, A.ld, B.p, B.ld,
+                         acc ? T(1) : T(0), C.p, C.ld);
   }
   void carve(index_t m, index_t n, index_t k) {
     temps_.assign(static_cast<std::size_t>(std::max(p_.levels, 0)), {});
-    T* at = arena_.data();
+    T* at = arena_;
     for (int d = 0; d < p_.levels; ++d) {
       if (std::min({m, n, k}) < std::max<index_t>(p_.cutoff, 2)) break;
       m /= 2, n /= 2, k /= 2;
@@ -130,11 +156,12 @@ class Recursion {
   }
 
   RecursionParams p_;
-  std::vector<T>& arena_;
+  T* arena_;
+  Backend& be_;
   std::vector<Temps<T>> temps_;
 };
 
-// An engine around a schedule: levels (fixed or chosen per call), cutoff, threads, the arena.
+// A CPU engine around a schedule: levels (fixed or chosen per call), cutoff, threads, the arena.
 template <class Schedule>
 class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
  public:
@@ -161,7 +188,12 @@ class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
            const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
     last_levels_ = levels_for(m, n, k, sizeof(T));
-    Recursion<T, Schedule> r({last_levels_, o_.cutoff}, arena<T>());
+    auto& arena = this->template arena<T>();
+    const auto need = static_cast<std::size_t>(
+        Recursion<T, Schedule>::workspace_elems(m, n, k, last_levels_, o_.cutoff));
+    if (arena.size() < need) arena.resize(need);
+    CpuBackend be;
+    Recursion<T, Schedule> r({last_levels_, o_.cutoff}, arena.data(), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
   }
 

@@ -1,56 +1,6 @@
-// `strassen`: Strassen's algorithm (7 products, 18 additions; seed 000's S-MM) over BLAS.
-// All five sums of A quadrants come from one fused pass (X1..X5), likewise for B (Y1..Y5); the
-// products that feed several quadrants of C go through Z and W and one multi-output pass each.
-//   M1 = (A11 + A22)(B11 + B22), M2 = (A21 + A22) B11, M3 = A11 (B12 - B22), M4 = A22 (B21 - B11)
-//   M5 = (A11 + A12) B22, M6 = (A21 - A11)(B11 + B12), M7 = (A12 - A22)(B21 + B22)
-//   C11 = M1 + M4 - M5 + M7, C12 = M3 + M5, C21 = M2 + M4, C22 = M1 - M2 + M3 + M6
 #include "strassen.hpp"
 
-#include "recursive_gemm.hpp"
-
 namespace distmm {
-namespace {
-
-struct StrassenSchedule {
-  static constexpr const char* kName = "strassen";
-  static constexpr int kTemps[3] = {5, 5, 2};
-  static constexpr bool kSumTempsFitC = false;
-  static constexpr double kPassesPerLevel = 37;
-
-  template <class T, class R>
-  static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
-                   Temps<T>& t) {
-    const auto A11 = A.quad(0, 0), A12 = A.quad(0, 1), A21 = A.quad(1, 0), A22 = A.quad(1, 1);
-    const auto B11 = B.quad(0, 0), B12 = B.quad(0, 1), B21 = B.quad(1, 0), B22 = B.quad(1, 1);
-    const auto C11 = C.quad(0, 0), C12 = C.quad(0, 1), C21 = C.quad(1, 0), C22 = C.quad(1, 1);
-    R::template sums<4, 5>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3], t.a[4]},
-                           {{{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}}});
-    R::template sums<4, 5>({B11, B12, B21, B22}, {t.b[0], t.b[1], t.b[2], t.b[3], t.b[4]},
-                           {{{1, 0, 0, 1}, {0, 1, 0, -1}, {-1, 0, 1, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}}});
-    auto X = [&](int i) { return R::temp_operand(t.a[i], A11); };
-    auto Y = [&](int i) { return R::temp_operand(t.b[i], B11); };
-    const auto Z = R::temp_target(t.c[0], C11.rows, C11.cols);
-    const auto W = R::temp_target(t.c[1], C11.rows, C11.cols);
-    const index_t h = C11.rows, w = C11.cols;
-    const int d = depth + 1;
-
-    r.multiply(d, X(3), Y(3), C22, alpha, acc);  // C22 (+)= M6
-    r.multiply(d, X(4), Y(4), C11, alpha, acc);  // C11 (+)= M7
-    r.multiply(d, X(0), Y(0), Z, alpha, false);  // Z = M1
-    r.multiply(d, A22, Y(2), W, alpha, false);   // W = M4
-    fused_combine<T, 2, 2>(h, w, {Z.in(), W.in()}, {C11.out(true), C22.out(true)},
-                           {{{1, 1}, {1, 0}}});
-    r.multiply(d, X(1), B11, Z, alpha, false);   // Z = M2
-    fused_combine<T, 2, 2>(h, w, {Z.in(), W.in()}, {C21.out(acc), C22.out(true)},
-                           {{{1, 1}, {-1, 0}}});
-    r.multiply(d, A11, Y(1), Z, alpha, false);   // Z = M3
-    r.multiply(d, X(2), B22, W, alpha, false);   // W = M5
-    fused_combine<T, 2, 3>(h, w, {Z.in(), W.in()}, {C12.out(acc), C22.out(true), C11.out(true)},
-                           {{{1, 1}, {1, 0}, {0, -1}}});
-  }
-};
-
-}  // namespace
 
 std::unique_ptr<Engine> make_strassen_engine(const EngineOptions& o) {
   return std::make_unique<RecursiveEngine<StrassenSchedule>>(o);

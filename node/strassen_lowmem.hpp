@@ -1,6 +1,65 @@
+// `strassen-lowmem`: Strassen's algorithm with two temporaries per level (the bound of Bailey's
+// schedule, seed 003 Fig. 2, and seed 000's R-S-MM), accumulating into C. X holds an A sum or a
+// C-size product, Y a B sum or a C-size product. The same schedule serves C = AB and C += AB:
+// C22 is first turned into C22 - C11 while C11 holds the terms C22 does not share (M7, M4, -M5),
+// so that M1, shared by both, is added to C11 alone and reaches C22 through the final C22 += C11.
+//   1. C11 (+)= M7                  X = A12 - A22, Y = B21 + B22
+//   2. X = M4: C21 (+)= X, C11 += X  Y = B21 - B11
+//   3. Y = M5: C12 (+)= Y, C11 -= Y  X = A11 + A12
+//   4. C22 = [C22] - C11
+//   5. C11 += M1                    X = A11 + A22, Y = B11 + B22
+//   6. Y = M2: C21 += Y, C22 -= Y    X = A21 + A22
+//   7. X = M3: C12 += X, C22 += X    Y = B12 - B22
+//   8. C22 += M6                    X = A21 - A11, Y = B11 + B12
+//   9. C22 += C11
 #pragma once
 #include "engine.hpp"
+#include "recursive_gemm.hpp"
 
 namespace distmm {
+
+struct StrassenLowmemSchedule {
+  static constexpr const char* kName = "strassen-lowmem";
+  static constexpr int kTemps[3] = {1, 1, 0};
+  static constexpr bool kSumTempsFitC = true;  // X and Y also hold C-size products
+  static constexpr double kPassesPerLevel = 56;
+
+  template <class T, class R>
+  static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
+                   Temps<T>& t) {
+    const auto A11 = A.quad(0, 0), A12 = A.quad(0, 1), A21 = A.quad(1, 0), A22 = A.quad(1, 1);
+    const auto B11 = B.quad(0, 0), B12 = B.quad(0, 1), B21 = B.quad(1, 0), B22 = B.quad(1, 1);
+    const auto C11 = C.quad(0, 0), C12 = C.quad(0, 1), C21 = C.quad(1, 0), C22 = C.quad(1, 1);
+    const index_t h = C11.rows, w = C11.cols;
+    const int d = depth + 1;
+    const auto X = R::temp_operand(t.a[0], A11), Y = R::temp_operand(t.b[0], B11);
+    const auto XC = R::temp_target(t.a[0], h, w), YC = R::temp_target(t.b[0], h, w);
+    auto sumA = [&](Operand<T> p, Operand<T> q, T s) { r.template sums<2, 1>({p, q}, {t.a[0]}, {{{1, s}}}); };
+    auto sumB = [&](Operand<T> p, Operand<T> q, T s) { r.template sums<2, 1>({p, q}, {t.b[0]}, {{{1, s}}}); };
+
+    sumA(A12, A22, -1), sumB(B21, B22, 1);
+    r.multiply(d, X, Y, C11, alpha, acc);  // 1
+    sumB(B21, B11, -1);
+    r.multiply(d, A22, Y, XC, alpha, false);  // 2
+    r.template combine<1, 2>(h, w, {XC.in()}, {C21.out(acc), C11.out(true)}, {{{1}, {1}}});
+    sumA(A11, A12, 1);
+    r.multiply(d, X, B22, YC, alpha, false);  // 3
+    r.template combine<1, 2>(h, w, {YC.in()}, {C12.out(acc), C11.out(true)}, {{{1}, {-1}}});
+    r.template combine<1, 1>(h, w, {C11.in()}, {C22.out(acc)}, {{{-1}}});  // 4
+    sumA(A11, A22, 1), sumB(B11, B22, 1);
+    r.multiply(d, X, Y, C11, alpha, true);  // 5
+    sumA(A21, A22, 1);
+    r.multiply(d, X, B11, YC, alpha, false);  // 6
+    r.template combine<1, 2>(h, w, {YC.in()}, {C21.out(true), C22.out(true)}, {{{1}, {-1}}});
+    sumB(B12, B22, -1);
+    r.multiply(d, A11, Y, XC, alpha, false);  // 7
+    r.template combine<1, 2>(h, w, {XC.in()}, {C12.out(true), C22.out(true)}, {{{1}, {1}}});
+    sumA(A21, A11, -1), sumB(B11, B12, 1);
+    r.multiply(d, X, Y, C22, alpha, true);  // 8
+    r.template combine<1, 1>(h, w, {C11.in()}, {C22.out(true)}, {{{1}}});  // 9
+  }
+};
+
 std::unique_ptr<Engine> make_strassen_lowmem_engine(const EngineOptions& opts);
-}
+
+}  // namespace distmm

@@ -1,6 +1,58 @@
+// `winograd`: the Strassen-Winograd variant (7 products, 15 additions; seed 000's W-MM, seed 003
+// Fig. 3) over BLAS. Operand sums are formed in one fused pass per side (A11, A12, A21, A22 read
+// once, S1..S4 written; likewise T1..T4), and every product that feeds several quadrants of C is
+// folded in by one multi-output pass, the others by BLAS accumulating into C (beta = 1).
+//   S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2
+//   T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21
+//   P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3
+//   C11 = P1 + P2, C12 = P1 + P6 + P5 + P3, C21 = P1 + P6 + P7 - P4, C22 = P1 + P6 + P7 + P5
 #pragma once
 #include "engine.hpp"
+#include "recursive_gemm.hpp"
 
 namespace distmm {
+
+struct WinogradSchedule {
+  static constexpr const char* kName = "winograd";
+  static constexpr int kTemps[3] = {4, 4, 3};  // S1..S4, T1..T4, Z, W and V
+  static constexpr bool kSumTempsFitC = false;
+  static constexpr double kPassesPerLevel = 27;  // quarter-size reads + writes, see below
+
+  template <class T, class R>
+  static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
+                   Temps<T>& t) {
+    const auto A11 = A.quad(0, 0), A12 = A.quad(0, 1), A21 = A.quad(1, 0), A22 = A.quad(1, 1);
+    const auto B11 = B.quad(0, 0), B12 = B.quad(0, 1), B21 = B.quad(1, 0), B22 = B.quad(1, 1);
+    const auto C11 = C.quad(0, 0), C12 = C.quad(0, 1), C21 = C.quad(1, 0), C22 = C.quad(1, 1);
+    // 4 reads, 4 writes per side.
+    r.template sums<4, 4>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3]},
+                           {{{0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}, {1, 1, -1, -1}}});
+    r.template sums<4, 4>({B11, B12, B21, B22}, {t.b[0], t.b[1], t.b[2], t.b[3]},
+                           {{{-1, 1, 0, 0}, {1, -1, 0, 1}, {0, -1, 0, 1}, {1, -1, -1, 1}}});
+    const auto S1 = R::temp_operand(t.a[0], A11), S2 = R::temp_operand(t.a[1], A11),
+               S3 = R::temp_operand(t.a[2], A11), S4 = R::temp_operand(t.a[3], A11);
+    const auto T1 = R::temp_operand(t.b[0], B11), T2 = R::temp_operand(t.b[1], B11),
+               T3 = R::temp_operand(t.b[2], B11), T4 = R::temp_operand(t.b[3], B11);
+    const auto Z = R::temp_target(t.c[0], C11.rows, C11.cols);
+    const auto W = R::temp_target(t.c[1], C11.rows, C11.cols);
+    const auto V = R::temp_target(t.c[2], C11.rows, C11.cols);
+    const index_t h = C11.rows, w = C11.cols;
+    const int d = depth + 1;
+
+    // C side: 9 quarter passes overwriting C, 12 accumulating into it.
+    r.multiply(d, A11, B11, Z, alpha, false);   // Z = P1
+    r.multiply(d, A12, B21, C11, alpha, acc);   // C11 (+)= P2
+    r.template combine<1, 1>(h, w, {Z.in()}, {C11.out(true)}, {{{1}}});  // C11 += P1
+    r.multiply(d, S2, T2, Z, alpha, true);      // Z = U2 = P1 + P6
+    r.multiply(d, S3, T3, W, alpha, false);     // W = P7
+    r.multiply(d, S1, T1, V, alpha, false);     // V = P5
+    r.template combine<3, 3>(h, w, {Z.in(), W.in(), V.in()}, {C12.out(acc), C21.out(acc), C22.out(acc)},
+                           {{{1, 0, 1}, {1, 1, 0}, {1, 1, 1}}});
+    r.multiply(d, S4, B22, C12, alpha, true);   // C12 += P3
+    r.multiply(d, A22, T4, C21, -alpha, true);  // C21 -= P4
+  }
+};
+
 std::unique_ptr<Engine> make_winograd_engine(const EngineOptions& opts);
-}
+
+}  // namespace distmm
