@@ -15,7 +15,9 @@ struct EngineOptions {
   index_t cutoff = 256;      // smallest dimension that still recurses
   index_t block = 96;        // q for the cache-aware tilings (seed 004)
   std::size_t cache_bytes = 0;  // shared cache size override for the tilings (0 = read it)
-  int device = 0;            // GPU ordinal for the cuda engines
+  int device = 0;            // GPU ordinal for the cuda engines (taken modulo the GPUs seen)
+  index_t tau1 = 4096;       // GPU engines: below this, plain cuBLAS (seed 003's tau1)
+  index_t tau2 = 8192;       // GPU engines: recurse again while halves stay >= tau2
 };
 
 class Engine {

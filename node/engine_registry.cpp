@@ -1,6 +1,7 @@
 #include <functional>
 #include <map>
 
+#include "../cuda/gpu_engines.hpp"
 #include "blas_engine.hpp"
 #include "mmra.hpp"
 #include "strassen.hpp"
@@ -23,6 +24,8 @@ const std::map<std::string, Factory>& registry() {
     for (const char* t : {"mmra-shared", "mmra-distributed", "mmra-tradeoff", "mmra-shared-lru",
                           "mmra-distributed-lru", "mmra-tradeoff-lru"})
       m[t] = [name = std::string(t)](const EngineOptions& o) { return make_mmra_engine(name, o); };
+    for (const std::string& t : gpu_engine_names())  // present when CUDA is built
+      m[t] = [t](const EngineOptions& o) { return make_gpu_engine(t, o); };
     for (const char* t : {"outer-product", "equal-layout"})
       m[t] = [name = std::string(t)](const EngineOptions& o) {
         return make_reference_tiling_engine(name, o);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "../mpi/algorithm.hpp"
+#include "../cuda/gpu_engines.hpp"
 #include "../node/engine.hpp"
 #include "commands.hpp"
 #include "run_command.hpp"
@@ -61,6 +62,10 @@ void add_run_options(CLI::App* run, distmm::RunOptions& o, distmm::index_t& size
       ->capture_default_str();
   run->add_option("--block", o.engine_opts.block, "Block size q of the cache-aware tilings")
       ->capture_default_str();
+  run->add_option("--tau1", o.engine_opts.tau1, "GPU engines: below this size, plain cuBLAS")
+      ->capture_default_str();
+  run->add_option("--tau2", o.engine_opts.tau2, "GPU engines: recurse while halves stay >= this")
+      ->capture_default_str();
   run->add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
 }
 
@@ -84,6 +89,20 @@ int dispatch(int argc, char** argv, int rank) {
   acc->add_option("--threads", ao.threads, "Threads")->capture_default_str();
   acc->add_option("--engines", ao.engines, "Engines to compare");
 
+  distmm::TuneOptions to;
+  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels (seed 000, Algorithm 1)");
+  tune->add_option("--file", to.file, "Tuning file (default: $DISTMM_TUNING_FILE or ~/.cache/distmm/tuning.json)");
+  tune->add_option("--device", to.device, "GPU ordinal")->capture_default_str();
+  distmm::GpuBenchOptions bo;
+  CLI::App* gb = app.add_subcommand("gpu-bench", "cuBLAS against the GPU engines, one process");
+  gb->add_option("--sizes", bo.sizes, "Square sizes")->capture_default_str();
+  gb->add_option("--dtype", bo.dtype, "f32|f64")->capture_default_str();
+  gb->add_option("--levels", bo.levels, "Levels to run")->capture_default_str();
+  gb->add_option("--engines", bo.engines, "GPU engines to compare with cuBLAS");
+  gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
+  gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
+  gb->add_option("--json", bo.json, "Append one JSON line per row");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,6 +122,8 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (info->parsed()) return distmm::info_command(std::cout, rank);
   if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
+  if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
+  if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;
   return 0;
 }
 

@@ -118,7 +118,11 @@ int run_command(RunOptions o) {
   o.engine_opts.threads = o.threads > 0 ? o.threads : default_threads();
   omp_set_num_threads(o.engine_opts.threads);
   blas_set_threads(o.engine_opts.threads);
+  if (o.levels != "auto" && (o.levels.empty() || o.levels.find_first_not_of("0123456789") != std::string::npos ||
+                             o.levels.size() > 2))
+    throw UsageError("--levels '" + o.levels + "' is not a level count: use 0 to 10, or auto");
   o.engine_opts.levels = o.levels == "auto" ? -1 : std::stoi(o.levels);
+  o.engine_opts.device = node_local_rank();  // ranks of a node spread over its GPUs
   auto engine = make_engine(o.engine, o.engine_opts);
   o.algo_opts.engine = engine.get();
   o.algo_opts.dtype = dt;

@@ -1,0 +1,111 @@
+// Error checks and RAII owners for CUDA and cuBLAS resources.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace distmm {
+
+inline void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+inline void cublas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
+}
+
+// Device memory, grow-only (reallocated only when a larger size is asked for).
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t n) { reserve(n); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  ~DeviceBuffer() { release(); }
+  void reserve(std::size_t n) {
+    if (n <= n_) return;
+    release();
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T)),
+               "cudaMalloc");
+    n_ = n;
+  }
+  T* get() const { return p_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  void release() {
+    if (p_) cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// Page-locked host memory for fast, asynchronous host-device copies; grow-only.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);
+  }
+  void reserve(std::size_t n) {
+    if (n <= n_) return;
+    if (p_) cudaFreeHost(p_);
+    p_ = nullptr;
+    cuda_check(cudaMallocHost(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T)),
+               "cudaMallocHost");
+    n_ = n;
+  }
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+class CudaStream {
+ public:
+  CudaStream() { cuda_check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "stream"); }
+  ~CudaStream() { cudaStreamDestroy(s_); }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_{};
+};
+
+class CublasHandle {
+ public:
+  CublasHandle() { cublas_check(cublasCreate(&h_), "cublasCreate"); }
+  ~CublasHandle() { cublasDestroy(h_); }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_{};
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() { cuda_check(cudaEventCreate(&e_), "event"); }
+  ~CudaEvent() { cudaEventDestroy(e_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+}  // namespace distmm

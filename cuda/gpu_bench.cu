@@ -1,0 +1,156 @@
+// `distmm gpu-bench`: cuBLAS against each GPU engine in the same process, on device-resident
+// random uniform [-1, 1) matrices: median time over --repeat (after one warm-up), effective
+// TFLOP/s (2 n^3 / t), speedup over cuBLAS, and the relative Frobenius error against a double
+// precision cuBLAS product (for f64: against cuBLAS DGEMM itself). Prints a Markdown table.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../src/random.hpp"
+#include "../src/report.hpp"
+#include "../src/timer.hpp"
+#include "gpu_engine_base.cuh"
+#include "gpu_engines.hpp"
+
+namespace distmm {
+namespace {
+
+template <class T>
+__global__ void diff_kernel(long long n, const T* c, const double* ref, double* acc) {
+  // acc[0] += sum (c - ref)^2, acc[1] += sum ref^2 (block-level reduction, then atomics)
+  __shared__ double s0[256], s1[256];
+  double e = 0, r = 0;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    double d = double(c[i]) - ref[i];
+    e += d * d;
+    r += ref[i] * ref[i];
+  }
+  s0[threadIdx.x] = e;
+  s1[threadIdx.x] = r;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) s0[threadIdx.x] += s0[threadIdx.x + w], s1[threadIdx.x] += s1[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(acc, s0[0]), atomicAdd(acc + 1, s1[0]);
+}
+
+template <class T>
+__global__ void to_double_kernel(long long n, const T* x, double* y) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    y[i] = double(x[i]);
+}
+
+template <class T>
+double rel_error(long long n2, const T* c, const double* ref, cudaStream_t s) {
+  DeviceBuffer<double> acc(2);
+  cuda_check(cudaMemsetAsync(acc.get(), 0, 2 * sizeof(double), s), "memset");
+  diff_kernel<T><<<1024, 256, 0, s>>>(n2, c, ref, acc.get());
+  double h[2];
+  cuda_check(cudaMemcpyAsync(h, acc.get(), sizeof h, cudaMemcpyDeviceToHost, s), "D2H");
+  cuda_check(cudaStreamSynchronize(s), "sync");
+  return std::sqrt(h[0] / h[1]);
+}
+
+struct Row {
+  std::string engine;
+  int levels;
+  double ms, tflops, speedup, error;
+};
+
+template <class T>
+void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::ostream& log) {
+  const long long n2 = n * n;
+  DeviceBuffer<T> A(n2), B(n2), C(n2);
+  {
+    Matrix<T> h(n, n);
+    fill_random_block(h.view(), 0, 0, 42, Stream::A, Fill::uniform);
+    cuda_check(cudaMemcpy(A.get(), h.data(), sizeof(T) * n2, cudaMemcpyHostToDevice), "H2D");
+    fill_random_block(h.view(), 0, 0, 42, Stream::B, Fill::uniform);
+    cuda_check(cudaMemcpy(B.get(), h.data(), sizeof(T) * n2, cudaMemcpyHostToDevice), "H2D");
+  }
+  EngineOptions eo;
+  eo.device = o.device;
+  auto cub = make_gpu_engine("cublas", eo);
+  auto* cubd = dynamic_cast<DeviceGemm*>(cub.get());
+  const cudaStream_t s = cubd->stream();
+
+  // Reference in double: cuBLAS DGEMM on the (rounded) inputs.
+  DeviceBuffer<double> ref(n2);
+  {
+    DeviceBuffer<double> Ad(n2), Bd(n2);
+    to_double_kernel<T><<<1024, 256, 0, s>>>(n2, A.get(), Ad.get());
+    to_double_kernel<T><<<1024, 256, 0, s>>>(n2, B.get(), Bd.get());
+    cubd->gemm_device(Op::N, Op::N, n, n, n, 1.0, Ad.get(), n, Bd.get(), n, 0.0, ref.get(), n);
+    cuda_check(cudaStreamSynchronize(s), "sync");
+  }
+
+  auto time = [&](DeviceGemm* e) {
+    CudaEvent t0, t1;
+    std::vector<double> ms;
+    for (int r = -1; r < o.repeat; ++r) {
+      cuda_check(cudaEventRecord(t0.get(), e->stream()), "event");
+      e->gemm_device(Op::N, Op::N, n, n, n, T(1), A.get(), n, B.get(), n, T(0), C.get(), n);
+      cuda_check(cudaEventRecord(t1.get(), e->stream()), "event");
+      cuda_check(cudaEventSynchronize(t1.get()), "sync");
+      float t = 0;
+      cudaEventElapsedTime(&t, t0.get(), t1.get());
+      if (r >= 0) ms.push_back(t);
+    }
+    return median(ms);
+  };
+  const double flops = 2.0 * double(n) * n * n;
+  const double base = time(cubd);
+  rows.push_back({"cublas", 0, base, flops / base / 1e9, 1.0, rel_error<T>(n2, C.get(), ref.get(), s)});
+  log << "n " << n << " cublas " << base << " ms\n" << std::flush;
+  for (const auto& name : o.engines)
+    for (int L : o.levels) {
+      if (name == "gpu-tiled" && L != o.levels.front()) continue;
+      EngineOptions e2 = eo;
+      e2.levels = L;
+      auto eng = make_gpu_engine(name, e2);
+      auto* d = dynamic_cast<DeviceGemm*>(eng.get());
+      double ms = time(d);
+      double err = rel_error<T>(n2, C.get(), ref.get(), d->stream());
+      rows.push_back({name, name == "gpu-tiled" ? 0 : L, ms, flops / ms / 1e9, base / ms, err});
+      log << "n " << n << " " << name << " L" << L << " " << ms << " ms\n" << std::flush;
+    }
+}
+
+}  // namespace
+
+int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw UsageError("distmm gpu-bench needs a CUDA GPU and none is visible");
+  if (o.dtype != "f32" && o.dtype != "f64") throw UsageError("--dtype must be f32 or f64");
+  cudaDeviceProp prop;
+  cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
+  os << "| n | dtype | engine | levels | median ms | TFLOP/s | speedup vs cuBLAS | rel. Frobenius error |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  for (long long n : o.sizes) {
+    std::vector<Row> rows;
+    if (o.dtype == "f32") bench<float>(o, n, rows, std::cerr);
+    else bench<double>(o, n, rows, std::cerr);
+    for (const Row& r : rows) {
+      char line[256];
+      std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %.2f | %.2f | %.3fx | %.2e |\n", n,
+                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.ms, r.tflops, r.speedup, r.error);
+      os << line << std::flush;
+      if (!o.json.empty())
+        append_json_line(o.json, {{"command", "gpu-bench"}, {"device", prop.name}, {"n", n},
+                                  {"dtype", o.dtype}, {"engine", r.engine}, {"levels", r.levels},
+                                  {"time_median", r.ms / 1e3}, {"tflops", r.tflops},
+                                  {"speedup", r.speedup}, {"rel_frobenius", r.error}});
+    }
+  }
+  return 0;
+}
+
+}  // namespace distmm

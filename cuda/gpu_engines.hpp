@@ -1,0 +1,38 @@
+// The GPU engines (cuda/), seen from the rest of distmm without CUDA headers. Built when CUDA is;
+// otherwise gpu_none.cpp provides the same functions, which then say that GPUs are not built.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "../node/engine.hpp"
+
+namespace distmm {
+
+// cublas, gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-tiled (empty without CUDA).
+std::vector<std::string> gpu_engine_names();
+std::unique_ptr<Engine> make_gpu_engine(const std::string& name, const EngineOptions& opts);
+
+// `distmm tune`: seed 000's Algorithm 1 for the addition kernels (prune by occupancy, time the
+// survivors), written to the tuning file that the engines read.
+struct TuneOptions {
+  std::string file;  // empty: tuning_file_path()
+  int device = 0;
+};
+int tune_command(const TuneOptions& o, std::ostream& os);
+std::string tuning_file_path();
+
+// `distmm gpu-bench`: cuBLAS against each GPU engine on device-resident data, one process.
+struct GpuBenchOptions {
+  std::vector<long long> sizes{4096, 8192, 16384};
+  std::string dtype = "f32";
+  std::vector<int> levels{1, 2, 3};
+  std::vector<std::string> engines{"gpu-strassen", "gpu-strassen-lowmem", "gpu-winograd"};
+  int repeat = 3;
+  int device = 0;
+  std::string json;
+};
+int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os);
+
+}  // namespace distmm

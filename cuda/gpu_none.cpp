@@ -1,0 +1,16 @@
+// Without CUDA: no GPU engines, and the GPU commands say how to get them.
+#include "gpu_engines.hpp"
+
+namespace distmm {
+
+std::vector<std::string> gpu_engine_names() { return {}; }
+std::unique_ptr<Engine> make_gpu_engine(const std::string&, const EngineOptions&) { return nullptr; }
+std::string tuning_file_path() { return ""; }
+int tune_command(const TuneOptions&, std::ostream&) {
+  throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON to tune GPU kernels");
+}
+int gpu_bench_command(const GpuBenchOptions&, std::ostream&) {
+  throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON for gpu-bench");
+}
+
+}  // namespace distmm
