@@ -2,6 +2,7 @@
 // and C (m x n) over the ranks, multiplies with the local engine through Engine::gemm alone, and
 // knows its own analytic communication and memory.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -57,6 +58,17 @@ class DistAlgorithm {
   // Factor on the classical rounding-error bound (12^steps for Strassen-like steps, Higham
   // Thm. 23.3); the local engine's own factor multiplies it.
   virtual double error_growth() const { return 1.0; }
+
+  // Called after each step of the multiply (Cannon's shifts, SUMMA's panels, ...), for progress.
+  void set_progress(std::function<void(int done, int total)> f) { progress_ = std::move(f); }
+
+ protected:
+  void step_done(int done, int total) const {
+    if (progress_) progress_(done, total);
+  }
+
+ private:
+  std::function<void(int, int)> progress_;
 };
 
 template <class Derived>

@@ -99,6 +99,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
                             std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data(), C.ld(),
                             s + 1 < q_ ? &rq : nullptr);
       rq.wait_all();
+      step_done(s + 1, q_);
       cur_a = next_a;
       cur_b = next_b;
     }

@@ -125,6 +125,7 @@ class Caps final : public AlgorithmBase<Caps> {
     pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.get());
     pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.get());
     recurse<T>(e, top_, 0, world_, a.get(), b.get(), c.get());
+    step_done(1, 1);
     // C = alpha (AB) + beta C on the user's piece.
     Matrix<T> d(C.rows(), C.cols());
     unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
@@ -244,6 +245,7 @@ class Caps final : public AlgorithmBase<Caps> {
         form_sums(a, qa, f_.a, s.get(), j);
         form_sums(b, qb, f_.b, t.get(), j);
         recurse<T>(e, ch, depth + 1, comm, s.get(), t.get(), mprod.get());
+        if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
         for (int q = 0; q < 4; ++q) {
           if (f_.c[j][q] == 0) continue;
           std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};

@@ -72,12 +72,14 @@ class Dns final : public AlgorithmBase<Dns> {
       if (l == 0 && j == 0) std::copy(A.data(), A.data() + A.size(), a.data());
       if (l == 0 && i == 0) std::copy(B.data(), B.data() + B.size(), b.data());
     }
+    step_done(1, 3);
     // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
     {
       Requests rq;
       row_.ibcast(a.data(), a.size(), l, rq);
       col_.ibcast(b.data(), b.size(), l, rq);
     }
+    step_done(2, 3);
     // 3. Multiply, and sum the q partial products onto the base plane.
     if (l == 0) {
       e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C.data(),
@@ -89,6 +91,7 @@ class Dns final : public AlgorithmBase<Dns> {
              partial.data(), partial.ld());
       depth_.reduce_sum(partial.data(), static_cast<T*>(nullptr), partial.size(), 0);
     }
+    step_done(3, 3);
   }
 
  private:

@@ -75,8 +75,7 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
       Piece p;
       p.row_runs = cyclic_runs(rows, nb_, grid_.row(), pr_);
       p.col_runs = cyclic_runs(cols, nb_, grid_.col(), pc_);
-      if (p.rows() == 0 || p.cols() == 0) p = Piece();
-      return p;
+      return p;  // may hold rows but no columns: PDGEMM's LLD still counts the local rows
     };
     pa_ = piece(s.m, s.k);
     pb_ = piece(s.k, s.n);

@@ -104,6 +104,7 @@ class Summa final : public AlgorithmBase<Summa> {
       gemm_with_progress<T>(e, mi, nj, panels_[t].width, alpha, apanel[slot], mi,
                             bbuf[slot].data(), panels_[t].width, t == 0 ? beta : T(1), C.data(),
                             C.ld(), next);
+      step_done(static_cast<int>(t + 1), static_cast<int>(panels_.size()));
     }
   }
 

@@ -28,7 +28,13 @@ void add_run_options(CLI::App* run, distmm::RunOptions& o, distmm::index_t& size
   run->add_option("--m", o.m, "Rows of A and C");
   run->add_option("--n", o.n, "Columns of B and C");
   run->add_option("--k", o.k, "Columns of A, rows of B");
-  run->add_option("--dtype", o.dtype, "Element type: f32|f64")->capture_default_str();
+  run->add_option("--dtype", o.dtype, "Element type: f32|f64 (default: the files', else f64)");
+  run->add_option("--a", o.a_path, "A as a NumPy .npy file (2-D, <f4 or <f8, C or Fortran order)");
+  run->add_option("--b", o.b_path, "B as a NumPy .npy file");
+  run->add_option("--c", o.c_path, "C0 for C = alpha op(A) op(B) + beta C0 (with --beta)");
+  run->add_option("--out", o.out_path, "Write C to this .npy file (atomically, after verification)");
+  run->add_flag("--transa", o.transa, "op(A) = A^T");
+  run->add_flag("--transb", o.transb, "op(B) = B^T");
   run->add_option("--algo", o.algo, "Distributed algorithm: " + joined(distmm::algorithm_names()))
       ->capture_default_str();
   run->add_option("--engine", o.engine, "Local engine: " + joined(distmm::engine_names()))

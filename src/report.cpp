@@ -21,6 +21,7 @@ nlohmann::json to_json(const RunRecord& r) {
   j["engine_detail"] = r.engine_detail;
   j["dtype"] = r.dtype;
   j["inputs"] = r.inputs;
+  j["output"] = r.output;
   j["m"] = r.m;
   j["n"] = r.n;
   j["k"] = r.k;
@@ -76,6 +77,8 @@ void print_report(const RunRecord& r, std::ostream& os) {
   row("layout", r.layout);
   row("engine", r.engine_detail);
   row("threads per rank", std::to_string(r.threads));
+  row("inputs", r.inputs + (r.transa == "T" || r.transb == "T" ? "  (op: " + r.transa + r.transb + ")" : ""));
+  if (!r.output.empty()) row("output", r.output + (r.passed ? "" : " (not written: verification failed)"));
   if (r.alpha != 1 || r.beta != 0) row("alpha, beta", sci(r.alpha) + ", " + sci(r.beta));
   row("time min / median", sci(r.time_min) + " s / " + sci(r.time_median) + " s  (" +
                                std::to_string(r.times.size()) + " run" +

@@ -14,7 +14,7 @@ namespace distmm {
 
 struct RunRecord {
   // what was run
-  std::string algo, layout, engine, engine_detail, dtype, inputs = "random";
+  std::string algo, layout, engine, engine_detail, dtype, inputs = "random", output;
   index_t m = 0, n = 0, k = 0;
   double alpha = 1, beta = 0;
   std::string transa = "N", transb = "N";

@@ -11,7 +11,7 @@ namespace distmm {
 
 struct RunOptions {
   index_t m = 0, n = 0, k = 0;
-  std::string dtype = "f64";
+  std::string dtype;  // f32 | f64; empty: the input files' dtype, else f64
   std::string algo = "auto";
   std::string engine = "blas";
   std::uint64_t seed = 42;
@@ -26,6 +26,9 @@ struct RunOptions {
   double alpha = 1, beta = 0;
   std::string fill = "uniform";
   bool quiet = false;
+  // Users' matrices: C = alpha op(A) op(B) + beta C0, NumPy .npy files, written to `out`.
+  std::string a_path, b_path, c_path, out_path;
+  bool transa = false, transb = false;
   AlgoOptions algo_opts;
   EngineOptions engine_opts;
 };

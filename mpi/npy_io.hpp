@@ -1,0 +1,47 @@
+// NumPy .npy files read and written in parallel with MPI-IO: each rank reads and writes exactly
+// its own piece through a file view (collective I/O); no rank ever holds a whole matrix.
+// Problems with a file end on every rank alike as one UsageError naming the file and the fix.
+#pragma once
+#include <string>
+
+#include "../src/npy.hpp"
+#include "distribution.hpp"
+
+namespace distmm {
+
+struct NpyInfo {
+  std::string path;
+  Dtype dtype = Dtype::f64;
+  index_t rows = 0, cols = 0;
+  bool fortran_order = false;
+  std::size_t data_offset = 0;
+};
+
+// Rank 0 opens the file and checks its header, shape (2-D) and size; all ranks get the result,
+// or all throw the same UsageError ("A.npy: ...").
+NpyInfo npy_inspect(const std::string& path, const Comm& comm);
+
+// Fills M's piece from the file; with `transposed`, M is the transpose of the file's matrix
+// (GEMM's op(X) = X^T), and the file's M.cols x M.rows array is read and transposed locally.
+template <class T>
+void npy_read_piece(const NpyInfo& info, bool transposed, DistMatrix<T>& M, const Comm& comm);
+
+// An output written under a temporary name in the target directory, made visible by rename
+// only by commit(); destroyed uncommitted (an error, a failed verification), it leaves nothing.
+class NpyOutput {
+ public:
+  NpyOutput(std::string path, const Comm& comm);  // checks the directory is writable
+  NpyOutput(const NpyOutput&) = delete;
+  NpyOutput& operator=(const NpyOutput&) = delete;
+  ~NpyOutput();
+  template <class T>
+  void write(const DistMatrix<T>& M);  // collective; Fortran order
+  void commit();                       // collective: fsync, rename, fsync the directory
+
+ private:
+  std::string path_, tmp_;
+  const Comm& comm_;
+  bool written_ = false, committed_ = false;
+};
+
+}  // namespace distmm
