@@ -66,6 +66,19 @@ if "$mpiexec" -n 8 --oversubscribe "$bin" run --size 33 --algo dns --verify full
    grep -q "full: PASSED" "$tmp/out"; then ok "mpirun -n 8 dns"
 else bad "mpirun -n 8 dns: $(cat "$tmp/out")"; fi
 
+# The plotting script on the JSON lines of real runs.
+rm -f "$tmp/p.json"
+for a in summa scalapack; do
+  for n in 40 80; do
+    "$mpiexec" -n 2 --oversubscribe "$bin" run --size $n --algo $a --quiet --json "$tmp/p.json" >/dev/null 2>&1
+  done
+done
+here=$(cd "$(dirname "$0")" && pwd)
+if /usr/bin/python3 "$here/../../jobs/plot.py" "$tmp/p.json" --out "$tmp/plot" >"$tmp/out" 2>&1 &&
+   [ -s "$tmp/plot_time.png" ] && [ -s "$tmp/plot_speedup.png" ] && [ -s "$tmp/plot_words.png" ]; then
+  ok "plot.py"
+else bad "plot.py: $(cat "$tmp/out")"; fi
+
 # Bad input.
 expect_error "zero size" "--m must be at least 1" 0 run --m 0
 expect_error "negative size" "--k must be at least 1" 0 run --k -5
