@@ -15,12 +15,14 @@ MachineRates calibrate_rates() {
   // A streaming pass of two inputs and one output, larger than the caches.
   const index_t len = 1 << 22;
   std::vector<double> x(len, 1.0), y(len, 2.0), z(len, 0.0);
-  std::array<ConstBlock<double>, 2> in{{{x.data(), len}, {y.data(), len}}};
-  std::array<MutBlock<double>, 1> out{{{z.data(), len, false}}};
+  // 64 columns of len / 64 rows: the shape of the real passes, and OpenMP splits the columns.
+  const index_t rows = len / 64;
+  std::array<ConstBlock<double>, 2> in{{{x.data(), rows}, {y.data(), rows}}};
+  std::array<MutBlock<double>, 1> out{{{z.data(), rows, false}}};
   std::array<std::array<double, 2>, 1> coef{{{1.0, -1.0}}};
-  fused_combine<double, 2, 1>(len, 1, in, out, coef);
+  fused_combine<double, 2, 1>(rows, 64, in, out, coef);
   Stopwatch sw2;
-  for (int t = 0; t < 3; ++t) fused_combine<double, 2, 1>(len / 64, 64, in, out, coef);
+  for (int t = 0; t < 3; ++t) fused_combine<double, 2, 1>(rows, 64, in, out, coef);
   r.bytes_per_s = 3.0 * 3 * len * sizeof(double) / std::max(sw2.seconds(), 1e-6);
   return r;
 }

@@ -112,6 +112,19 @@ TEST(Tilings, ExactOnIntegerInputsWithSmallBlocksAndCaches) {
       }
 }
 
+TEST(StrassenEngines, AutomaticLevelsFromTheCostModel) {
+  for (const char* name : kEngines) {
+    EngineOptions o;  // levels = -1: calibrated cost model
+    o.cutoff = 64;
+    auto e = make_engine(name, o);
+    for (index_t n : {5, 120, 300}) {
+      auto [diff, ref] = compare<double>(*e, Op::N, Op::N, {n, n + 1, n + 2}, 1.0, 1.0, Fill::integer);
+      EXPECT_EQ(diff, 0.0) << name << " n=" << n;
+      EXPECT_NE(e->describe().find("auto (last call:"), std::string::npos) << e->describe();
+    }
+  }
+}
+
 TEST(StrassenEngines, LevelZeroIsExactlyBlas) {
   for (const char* name : kEngines) {
     EngineOptions o;
