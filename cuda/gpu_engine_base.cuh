@@ -45,6 +45,18 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   }
   cudaStream_t stream() const override { return stream_->get(); }
 
+  // Operands, the output (and a held copy of it), and the engine's own workspace.
+  std::size_t device_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
+    return static_cast<std::size_t>(m * k + k * n + 2 * m * n) * size_of(dt) +
+           this->workspace_bytes(m, n, k, dt);
+  }
+  std::size_t device_free_bytes() const override {
+    std::size_t free = 0, total = 0;
+    cudaSetDevice(device_);
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return free;
+  }
+
 #define DISTMM_FORWARD(T)                                                                      \
   void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,  \
             const T* B, index_t ldb, T beta, T* C, index_t ldc) override {                     \
@@ -59,6 +71,13 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   DISTMM_FORWARD(float)
   DISTMM_FORWARD(double)
 #undef DISTMM_FORWARD
+
+  void hold_output(float* C, index_t rows, index_t cols, index_t ldc) override { hold<float>(C, rows, cols, ldc); }
+  void hold_output(double* C, index_t rows, index_t cols, index_t ldc) override { hold<double>(C, rows, cols, ldc); }
+  void release_output() override {
+    if (held_f_.host) release<float>(held_f_);
+    if (held_d_.host) release<double>(held_d_);
+  }
 
  protected:
   EngineOptions o_;
@@ -79,6 +98,41 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   Staging<T>& staging() {
     if constexpr (std::is_same_v<T, float>) return sf_;
     else return sd_;
+  }
+
+  // A held output: its copy on the device, updated in place by every call inside it.
+  template <class T>
+  struct Held {
+    T* host = nullptr;
+    index_t rows = 0, cols = 0, ld = 0;
+    DeviceBuffer<T> dev;
+  };
+  Held<float> held_f_;
+  Held<double> held_d_;
+  template <class T>
+  Held<T>& held() {
+    if constexpr (std::is_same_v<T, float>) return held_f_;
+    else return held_d_;
+  }
+  template <class T>
+  void hold(T* C, index_t rows, index_t cols, index_t ld) {
+    Held<T>& h = held<T>();
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    h.host = C, h.rows = rows, h.cols = cols, h.ld = std::max<index_t>(ld, 1);
+    h.dev.reserve(static_cast<std::size_t>(h.ld * cols));
+    upload<T>(C, h.ld, rows, cols, h.dev, staging<T>().pin);  // device copy with ld = rows
+  }
+  template <class T>
+  void release(Held<T>& h) {
+    Staging<T>& s = staging<T>();
+    s.pin.reserve(static_cast<std::size_t>(h.rows * h.cols));
+    cuda_check(cudaMemcpyAsync(s.pin.get(), h.dev.get(), sizeof(T) * h.rows * h.cols,
+                               cudaMemcpyDeviceToHost, stream()), "D2H");
+    cuda_check(cudaStreamSynchronize(stream()), "sync");
+    for (index_t j = 0; j < h.cols; ++j)
+      std::memcpy(h.host + j * h.ld, s.pin.get() + j * h.rows, sizeof(T) * h.rows);
+    h.host = nullptr;
   }
 
   // Copies a rows x cols column-major host block into pinned memory, then to the device.
@@ -103,6 +157,17 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     if (k > 0) {
       upload<T>(A, lda, ar, ac, s.a, s.pin);
       upload<T>(B, ldb, br, bc, s.b, s.pin);
+    }
+    Held<T>& h = held<T>();
+    if (h.host && C >= h.host && C < h.host + h.ld * h.cols) {
+      // Inside a held output: compute into its device copy, no transfer of C.
+      const index_t off = C - h.host, r0 = off % h.ld, c0 = off / h.ld;
+      T* dC = h.dev.get() + r0 + c0 * h.rows;
+      // (k == 0 scales C by beta, as BLAS does; A and B are not read.)
+      static_cast<Derived*>(this)->template device_run<T>(
+          ta, tb, m, n, k, alpha, s.a.get(), std::max<index_t>(ar, 1), s.b.get(),
+          std::max<index_t>(br, 1), beta, dC, h.rows);
+      return;
     }
     if (beta != T(0)) upload<T>(C, ldc, m, n, s.c, s.pin);
     else s.c.reserve(static_cast<std::size_t>(m * n));

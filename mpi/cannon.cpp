@@ -82,6 +82,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
       }
     }
 
+    HeldOutput<T> held(e, C.data(), mi, nj, C.ld());  // C may stay on a GPU across the steps
     for (int s = 0; s < q_; ++s) {
       l = (i + j + s) % q_;
       const index_t kl = pk_.size(l);
@@ -116,14 +117,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const AlgoOptions&) {
-  int P = world.size();
-  int q = exact_root(P, 2);
-  if (q == 0) {
-    int lo = static_cast<int>(std::floor(std::sqrt(double(P))));
-    throw UsageError("cannon needs a square number of ranks, got " + std::to_string(P) + ": use " +
-                     std::to_string(lo * lo) + " or " + std::to_string((lo + 1) * (lo + 1)) +
-                     " ranks, or --algo summa");
-  }
+  const int q = root_or_error(world.size(), 2, "cannon");
   return std::make_unique<Cannon>(world, s, q);
 }
 

@@ -61,6 +61,47 @@ Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root) {
   return out;
 }
 
+template <class T>
+void scatter_from_root(const Matrix<T>& whole, DistMatrix<T>& M, const Comm& comm, int root) {
+  const int tag_meta = 9003, tag_data = 9004;
+  auto take = [&](const Piece& p, T* data) {  // copy p's elements out of `whole`
+    index_t ld = std::max<index_t>(p.rows(), 1);
+    for_each_run_block(p, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr,
+                              index_t nc) {
+      for (index_t j = 0; j < nc; ++j)
+        std::copy(&whole(gr, gc + j), &whole(gr, gc + j) + nr, data + lr + (lc + j) * ld);
+    });
+  };
+  if (comm.rank() != root) {
+    std::vector<index_t> meta = encode(M.piece);
+    index_t len = static_cast<index_t>(meta.size());
+    MPI_Send(&len, 1, MPI_INT64_T, root, tag_meta, comm.get());
+    MPI_Send(meta.data(), mpi_count(len), MPI_INT64_T, root, tag_meta, comm.get());
+    if (M.local.size() > 0)
+      MPI_Recv(M.local.data(), mpi_count(M.local.size()), mpi_type<T>(), root, tag_data,
+               comm.get(), MPI_STATUS_IGNORE);
+    return;
+  }
+  take(M.piece, M.local.data());
+  std::vector<T> buf;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == root) continue;
+    index_t len;
+    MPI_Recv(&len, 1, MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
+    std::vector<index_t> e(static_cast<std::size_t>(len));
+    MPI_Recv(e.data(), mpi_count(len), MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
+    Piece p = decode(e);
+    index_t n = p.rows() * p.cols();
+    if (n == 0) continue;
+    buf.resize(static_cast<std::size_t>(n));
+    take(p, buf.data());
+    MPI_Send(buf.data(), mpi_count(n), mpi_type<T>(), r, tag_data, comm.get());
+  }
+}
+
+template void scatter_from_root(const Matrix<float>&, DistMatrix<float>&, const Comm&, int);
+template void scatter_from_root(const Matrix<double>&, DistMatrix<double>&, const Comm&, int);
+
 template Matrix<float> gather_to_root(const DistMatrix<float>&, const Comm&, int);
 template Matrix<double> gather_to_root(const DistMatrix<double>&, const Comm&, int);
 

@@ -52,4 +52,8 @@ void fill_random(DistMatrix<T>& M, std::uint64_t seed, Stream s, Fill fill) {
 template <class T>
 Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root = 0);
 
+// The inverse: `whole` (significant on `root` only) is cut into every rank's piece of M.
+template <class T>
+void scatter_from_root(const Matrix<T>& whole, DistMatrix<T>& M, const Comm& comm, int root = 0);
+
 }  // namespace distmm

@@ -106,14 +106,7 @@ class Dns final : public AlgorithmBase<Dns> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions&) {
-  int P = world.size();
-  int q = exact_root(P, 3);
-  if (q == 0) {
-    int lo = static_cast<int>(std::floor(std::cbrt(double(P)) + 1e-9));
-    throw UsageError("dns needs a cube number of ranks, got " + std::to_string(P) + ": use " +
-                     std::to_string(lo * lo * lo) + " or " +
-                     std::to_string((lo + 1) * (lo + 1) * (lo + 1)) + " ranks, or --algo summa");
-  }
+  const int q = root_or_error(world.size(), 3, "dns");
   return std::make_unique<Dns>(world, s, q);
 }
 

@@ -71,3 +71,15 @@ std::pair<int, int> grid_2d_for(int P, index_t m, index_t n, int grid_rows) {
   return {grid_rows, P / grid_rows};
 }
 }  // namespace distmm
+
+namespace distmm {
+int root_or_error(int P, int d, const std::string& algo) {
+  int q = exact_root(P, d);
+  if (q) return q;
+  int lo = static_cast<int>(std::floor(std::pow(double(P), 1.0 / d) + 1e-9));
+  auto pw = [d](int x) { return d == 2 ? x * x : x * x * x; };
+  throw UsageError(algo + " needs a " + (d == 2 ? "square" : "cube") + " number of ranks, got " +
+                   std::to_string(P) + ": use " + std::to_string(pw(lo)) + " or " +
+                   std::to_string(pw(lo + 1)) + " ranks, or --algo summa");
+}
+}  // namespace distmm

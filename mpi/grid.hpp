@@ -38,6 +38,10 @@ int exact_root(int P, int d);
 }  // namespace distmm
 
 namespace distmm {
+// q with q^d == P for an algorithm that needs a perfect square (d = 2) or cube (d = 3) of ranks;
+// otherwise a UsageError naming the nearest valid counts and the alternative.
+int root_or_error(int P, int d, const std::string& algo);
+
 // The user's --grid-rows when given (checked to divide P), else choose_grid_2d.
 std::pair<int, int> grid_2d_for(int P, index_t m, index_t n, int grid_rows);
 }  // namespace distmm

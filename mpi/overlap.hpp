@@ -9,6 +9,21 @@
 
 namespace distmm {
 
+// Holds C in the engine's memory for the steps of one multiply (RAII).
+template <class T>
+class HeldOutput {
+ public:
+  HeldOutput(Engine& e, T* C, index_t rows, index_t cols, index_t ld) : e_(e) {
+    e_.hold_output(C, rows, cols, ld);
+  }
+  ~HeldOutput() { e_.release_output(); }
+  HeldOutput(const HeldOutput&) = delete;
+  HeldOutput& operator=(const HeldOutput&) = delete;
+
+ private:
+  Engine& e_;
+};
+
 template <class T>
 void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, const T* A,
                         index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,

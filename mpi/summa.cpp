@@ -96,6 +96,7 @@ class Summa final : public AlgorithmBase<Summa> {
     };
 
     post(0, 0);
+    HeldOutput<T> held(e, C.data(), mi, nj, C.ld());  // C may stay on a GPU across the panels
     for (std::size_t t = 0; t < panels_.size(); ++t) {
       int slot = static_cast<int>(t % 2);
       pending[slot].wait_all();

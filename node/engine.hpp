@@ -36,10 +36,28 @@ class Engine {
     (void)m, (void)n, (void)k, (void)dt;
     return 0;
   }
+  // Bytes of accelerator memory one call of this size needs, and what the accelerator has free
+  // (both 0 for host engines).
+  virtual std::size_t device_bytes(index_t m, index_t n, index_t k, Dtype dt) const {
+    (void)m, (void)n, (void)k, (void)dt;
+    return 0;
+  }
+  virtual std::size_t device_free_bytes() const { return 0; }
   // Factor by which the engine's rounding-error bound exceeds the classical one (gamma_k), for
   // the verification tolerance: 12^L for L Strassen-like levels (Higham, Accuracy and Stability
   // of Numerical Algorithms, 2nd ed., Thm. 23.3), 1 for classical engines.
   virtual double error_growth() const { return 1.0; }
+  // An output block that a sequence of gemm calls will update (Cannon's and SUMMA's steps): an
+  // engine with its own memory (a GPU) may keep it there until release_output(), instead of
+  // copying it in and out at every call. Calls between hold and release must target C inside
+  // [C, C + ldc * cols). Host engines need nothing.
+  virtual void hold_output(float* C, index_t rows, index_t cols, index_t ldc) {
+    (void)C, (void)rows, (void)cols, (void)ldc;
+  }
+  virtual void hold_output(double* C, index_t rows, index_t cols, index_t ldc) {
+    (void)C, (void)rows, (void)cols, (void)ldc;
+  }
+  virtual void release_output() {}
   // What the engine chose (levels, tile sizes), for the report.
   virtual std::string describe() const { return name(); }
 };

@@ -48,6 +48,9 @@ nlohmann::json to_json(const RunRecord& r) {
   j["analytic_messages_max"] = r.analytic_messages_max;
   j["lower_bound_words"] = r.lower_bound_words;
   j["lower_bound"] = r.lower_bound;
+  j["words_over_bound"] = r.lower_bound_words > 0
+                              ? (r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words
+                              : 0.0;
   j["peak_bytes"] = r.peak_bytes;
   j["verify"] = r.verify;
   j["residual"] = r.residual;
@@ -95,7 +98,11 @@ void print_report(const RunRecord& r, std::ostream& os) {
   if (r.words_measured)
     row("messages per rank", "max " + sci(r.messages_max) + ", mean " + sci(r.messages_mean) +
                                  "  (analytic max " + sci(r.analytic_messages_max) + ")");
-  row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ")");
+  std::string ratio;
+  if (r.lower_bound_words > 0)
+    ratio = ", measured max / bound = " +
+            sci((r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words);
+  row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
   row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
   if (r.verify == "none") {
     row("verification", "none");

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "../cuda/device_info.hpp"
 #include "../mpi/bounds.hpp"
 #include "../mpi/comm.hpp"
 #include "../mpi/distribution.hpp"
@@ -226,6 +227,19 @@ int run_command(RunOptions o) {
                      ", " + engine->name() + ") but " + format_bytes(double(budget)) +
                      " is available per rank: use about " + std::to_string(ranks) + " ranks" + alt +
                      ", smaller sizes or a larger --mem-limit");
+  }
+  // Per GPU: the ranks of a node share its GPUs; each rank's largest local call must fit.
+  if (engine->device_free_bytes() > 0) {
+    const index_t lm = algo->piece_c().rows(), ln = algo->piece_c().cols(),
+                  lk = std::max(algo->piece_a().cols(), algo->piece_b().rows());
+    const int gpus = std::max(1, gpu_count());
+    const double per_gpu = double(engine->device_bytes(lm, ln, lk, dt)) *
+                           std::ceil(double(node_local_size()) / gpus);
+    const double need = world.allreduce_max_uncounted(per_gpu);
+    if (need > double(engine->device_free_bytes()))
+      throw UsageError("the " + engine->name() + " engine needs about " + format_bytes(need) +
+                       " per GPU but " + format_bytes(double(engine->device_free_bytes())) +
+                       " is free: use more ranks or GPUs, fewer --levels, or --engine gpu-strassen-lowmem");
   }
   if (o.verify == "full" && double(verify_full_bytes(o.m, o.n, o.k)) > double(budget))
     throw UsageError("--verify full gathers the matrices on rank 0 and needs " +
