@@ -17,7 +17,7 @@ struct EngineOptions {
   std::size_t cache_bytes = 0;  // shared cache size override for the tilings (0 = read it)
   int device = 0;            // GPU ordinal for the cuda engines (taken modulo the GPUs seen)
   index_t tau1 = 4096;       // GPU engines: below this, plain cuBLAS (seed 003's tau1)
-  index_t tau2 = 8192;       // GPU engines: recurse again while halves stay >= tau2
+  index_t tau2 = 4096;       // GPU engines: recurse again while halves stay >= tau2
 };
 
 class Engine {

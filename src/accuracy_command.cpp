@@ -75,14 +75,17 @@ void report(const AccuracyOptions& o, std::ostream& os) {
     make_inputs<T>(matrices, o.n, A, B, ref);
     for (const auto& name : o.engines)
       for (int L = 0; L <= o.max_levels; ++L) {
-        if (L > 0 && name == "blas") break;
+        // Only the Strassen-like engines have levels.
+        if (L > 0 && name.find("strassen") == std::string::npos &&
+            name.find("winograd") == std::string::npos)
+          break;
         EngineOptions eo;
         eo.levels = L;
         eo.cutoff = 16;
         eo.threads = o.threads;
         auto e = make_engine(name, eo);
         Errors r = measure<T>(*e, A, B, ref, o.n);
-        os << std::left << std::setw(10) << matrices << std::setw(18) << name << std::setw(7) << L
+        os << std::left << std::setw(10) << matrices << std::setw(22) << name << std::setw(7) << L
            << std::scientific << std::setprecision(3) << std::setw(12) << r.max_abs
            << std::setw(12) << r.mean_abs << std::setw(12) << r.rel_frobenius << "\n";
       }
@@ -98,7 +101,7 @@ int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank) {
   for (const auto& e : o.engines) make_engine(e, {});  // unknown names fail before any work
   os << "accuracy: n = " << o.n << ", " << o.dtype << ", reference in "
      << (o.dtype == "f32" ? "double" : "long double") << "\n"
-     << std::left << std::setw(10) << "matrices" << std::setw(18) << "engine" << std::setw(7)
+     << std::left << std::setw(10) << "matrices" << std::setw(22) << "engine" << std::setw(7)
      << "levels" << std::setw(12) << "max abs" << std::setw(12) << "mean abs" << std::setw(12)
      << "rel frob" << "\n";
   if (o.dtype == "f32") report<float>(o, os);
