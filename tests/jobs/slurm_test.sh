@@ -12,7 +12,7 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $1"; }
 bad() { fail=$((fail + 1)); echo "FAILED: $1"; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "the Slurm test starts daemons and must run as root"; exit 1; fi
+if [ "$(id -u)" -ne 0 ]; then echo "skipped: the Slurm test starts daemons and must run as root"; exit 77; fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   echo "installing slurm-wlm and munge"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null ||
