@@ -17,17 +17,34 @@ Piece decode(const std::vector<index_t>& e) {
   for (index_t t = 0; t < e[1]; ++t, at += 2) p.col_runs.push_back({e[at], e[at + 1]});
   return p;
 }
+// A non-root rank describes its piece to the root ...
+void send_piece(const Piece& p, const Comm& comm, int root, int tag) {
+  std::vector<index_t> meta = encode(p);
+  index_t len = static_cast<index_t>(meta.size());
+  MPI_Send(&len, 1, MPI_INT64_T, root, tag, comm.get());
+  MPI_Send(meta.data(), mpi_count(len), MPI_INT64_T, root, tag, comm.get());
+}
+// ... and the root visits every other rank's piece, in rank order.
+template <class F>
+void for_each_remote_piece(const Comm& comm, int root, int tag, F&& f) {
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == root) continue;
+    index_t len;
+    MPI_Recv(&len, 1, MPI_INT64_T, r, tag, comm.get(), MPI_STATUS_IGNORE);
+    std::vector<index_t> e(static_cast<std::size_t>(len));
+    MPI_Recv(e.data(), mpi_count(len), MPI_INT64_T, r, tag, comm.get(), MPI_STATUS_IGNORE);
+    f(r, decode(e));
+  }
+}
+
 }  // namespace
 
 template <class T>
 Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root) {
   const int tag_meta = 9001, tag_data = 9002;
-  std::vector<index_t> meta = encode(M.piece);
   Matrix<T> out;
   if (comm.rank() != root) {
-    index_t len = static_cast<index_t>(meta.size());
-    MPI_Send(&len, 1, MPI_INT64_T, root, tag_meta, comm.get());
-    MPI_Send(meta.data(), mpi_count(len), MPI_INT64_T, root, tag_meta, comm.get());
+    send_piece(M.piece, comm, root, tag_meta);
     if (M.local.size() > 0)
       MPI_Send(M.local.data(), mpi_count(M.local.size()), mpi_type<T>(), root, tag_data, comm.get());
     return out;
@@ -45,19 +62,13 @@ Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root) {
   };
   place(M.piece, M.local.data());
   std::vector<T> buf;
-  for (int r = 0; r < comm.size(); ++r) {
-    if (r == root) continue;
-    index_t len;
-    MPI_Recv(&len, 1, MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
-    std::vector<index_t> e(static_cast<std::size_t>(len));
-    MPI_Recv(e.data(), mpi_count(len), MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
-    Piece p = decode(e);
+  for_each_remote_piece(comm, root, tag_meta, [&](int r, const Piece& p) {
     index_t n = p.rows() * p.cols();
-    if (n == 0) continue;
+    if (n == 0) return;
     buf.resize(static_cast<std::size_t>(n));
     MPI_Recv(buf.data(), mpi_count(n), mpi_type<T>(), r, tag_data, comm.get(), MPI_STATUS_IGNORE);
     place(p, buf.data());
-  }
+  });
   return out;
 }
 
@@ -73,10 +84,7 @@ void scatter_from_root(const Matrix<T>& whole, DistMatrix<T>& M, const Comm& com
     });
   };
   if (comm.rank() != root) {
-    std::vector<index_t> meta = encode(M.piece);
-    index_t len = static_cast<index_t>(meta.size());
-    MPI_Send(&len, 1, MPI_INT64_T, root, tag_meta, comm.get());
-    MPI_Send(meta.data(), mpi_count(len), MPI_INT64_T, root, tag_meta, comm.get());
+    send_piece(M.piece, comm, root, tag_meta);
     if (M.local.size() > 0)
       MPI_Recv(M.local.data(), mpi_count(M.local.size()), mpi_type<T>(), root, tag_data,
                comm.get(), MPI_STATUS_IGNORE);
@@ -84,19 +92,13 @@ void scatter_from_root(const Matrix<T>& whole, DistMatrix<T>& M, const Comm& com
   }
   take(M.piece, M.local.data());
   std::vector<T> buf;
-  for (int r = 0; r < comm.size(); ++r) {
-    if (r == root) continue;
-    index_t len;
-    MPI_Recv(&len, 1, MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
-    std::vector<index_t> e(static_cast<std::size_t>(len));
-    MPI_Recv(e.data(), mpi_count(len), MPI_INT64_T, r, tag_meta, comm.get(), MPI_STATUS_IGNORE);
-    Piece p = decode(e);
+  for_each_remote_piece(comm, root, tag_meta, [&](int r, const Piece& p) {
     index_t n = p.rows() * p.cols();
-    if (n == 0) continue;
+    if (n == 0) return;
     buf.resize(static_cast<std::size_t>(n));
     take(p, buf.data());
     MPI_Send(buf.data(), mpi_count(n), mpi_type<T>(), r, tag_data, comm.get());
-  }
+  });
 }
 
 template void scatter_from_root(const Matrix<float>&, DistMatrix<float>&, const Comm&, int);
