@@ -2,6 +2,7 @@
 // sub-blocks that follow the transposition (shared by the recursive engines and the tilings).
 #pragma once
 #include <algorithm>
+#include <array>
 
 #include "../src/types.hpp"
 #include "fused.hpp"
@@ -46,5 +47,11 @@ struct Target {
   ConstBlock<T> in() const { return {p, ld}; }
   Operand<T> as_operand() const { return {p, ld, Op::N, rows, cols}; }
 };
+
+// The four quadrants (11, 12, 21, 22) of an even-sized operand or target, for structured bindings.
+template <class X>
+std::array<X, 4> quadrants(const X& x) {
+  return {x.quad(0, 0), x.quad(0, 1), x.quad(1, 0), x.quad(1, 1)};
+}
 
 }  // namespace distmm

@@ -27,9 +27,9 @@ struct StrassenLowmemSchedule {
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
                    Temps<T>& t) {
-    const auto A11 = A.quad(0, 0), A12 = A.quad(0, 1), A21 = A.quad(1, 0), A22 = A.quad(1, 1);
-    const auto B11 = B.quad(0, 0), B12 = B.quad(0, 1), B21 = B.quad(1, 0), B22 = B.quad(1, 1);
-    const auto C11 = C.quad(0, 0), C12 = C.quad(0, 1), C21 = C.quad(1, 0), C22 = C.quad(1, 1);
+    const auto [A11, A12, A21, A22] = quadrants(A);
+    const auto [B11, B12, B21, B22] = quadrants(B);
+    const auto [C11, C12, C21, C22] = quadrants(C);
     const index_t h = C11.rows, w = C11.cols;
     const int d = depth + 1;
     const auto X = R::temp_operand(t.a[0], A11), Y = R::temp_operand(t.b[0], B11);
