@@ -60,7 +60,8 @@ double rel_error(long long n2, const T* c, const double* ref, cudaStream_t s) {
 
 struct Row {
   std::string engine;
-  int levels;
+  int levels, streams;
+  bool tuned;
   double ms, tflops, speedup, error;
 };
 
@@ -107,20 +108,28 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
   };
   const double flops = 2.0 * double(n) * n * n;
   const double base = time(cubd);
-  rows.push_back({"cublas", 0, base, flops / base / 1e9, 1.0, rel_error<T>(n2, C.get(), ref.get(), s)});
+  rows.push_back({"cublas", 0, 1, false, base, flops / base / 1e9, 1.0, rel_error<T>(n2, C.get(), ref.get(), s)});
   log << "n " << n << " cublas " << base << " ms\n" << std::flush;
+  std::vector<bool> tunings{true};
+  if (o.untuned_too) tunings.push_back(false);
   for (const auto& name : o.engines)
-    for (int L : o.levels) {
-      if (name == "gpu-tiled" && L != o.levels.front()) continue;
-      EngineOptions e2 = eo;
-      e2.levels = L;
-      auto eng = make_gpu_engine(name, e2);
-      auto* d = dynamic_cast<DeviceGemm*>(eng.get());
-      double ms = time(d);
-      double err = rel_error<T>(n2, C.get(), ref.get(), d->stream());
-      rows.push_back({name, name == "gpu-tiled" ? 0 : L, ms, flops / ms / 1e9, base / ms, err});
-      log << "n " << n << " " << name << " L" << L << " " << ms << " ms\n" << std::flush;
-    }
+    for (int L : o.levels)
+      for (int st : o.streams)
+        for (bool tuned : tunings) {
+          const bool plain = name == "gpu-tiled";
+          if (plain && (L != o.levels.front() || st != o.streams.front() || !tuned)) continue;
+          EngineOptions e2 = eo;
+          e2.levels = L;
+          e2.streams = st;
+          e2.tuned_leaves = tuned;
+          auto eng = make_gpu_engine(name, e2);
+          auto* d = dynamic_cast<DeviceGemm*>(eng.get());
+          double ms = time(d);
+          double err = rel_error<T>(n2, C.get(), ref.get(), d->stream());
+          rows.push_back({name, plain ? 0 : L, plain ? 1 : st, !plain && tuned, ms, flops / ms / 1e9, base / ms, err});
+          log << "n " << n << " " << name << " L" << L << " streams " << st << (tuned ? " tuned" : "")
+              << " " << ms << " ms\n" << std::flush;
+        }
 }
 
 }  // namespace
@@ -132,20 +141,22 @@ int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
   if (o.dtype != "f32" && o.dtype != "f64") throw UsageError("--dtype must be f32 or f64");
   cudaDeviceProp prop;
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
-  os << "| n | dtype | engine | levels | median ms | TFLOP/s | speedup vs cuBLAS | rel. Frobenius error |\n"
-     << "|---|---|---|---|---|---|---|---|\n";
+  os << "| n | dtype | engine | levels | streams | leaf kernels | median ms | TFLOP/s | speedup vs cuBLAS | rel. Frobenius error |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (long long n : o.sizes) {
     std::vector<Row> rows;
     if (o.dtype == "f32") bench<float>(o, n, rows, std::cerr);
     else bench<double>(o, n, rows, std::cerr);
     for (const Row& r : rows) {
       char line[256];
-      std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %.2f | %.2f | %.3fx | %.2e |\n", n,
-                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.ms, r.tflops, r.speedup, r.error);
+      std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %d | %s | %.2f | %.2f | %.3fx | %.2e |\n", n,
+                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.streams, r.tuned ? "tuned" : "cuBLAS",
+                    r.ms, r.tflops, r.speedup, r.error);
       os << line << std::flush;
       if (!o.json.empty())
         append_json_line(o.json, {{"command", "gpu-bench"}, {"device", prop.name}, {"n", n},
                                   {"dtype", o.dtype}, {"engine", r.engine}, {"levels", r.levels},
+                                  {"streams", r.streams}, {"tuned_leaves", r.tuned},
                                   {"time_median", r.ms / 1e3}, {"tflops", r.tflops},
                                   {"speedup", r.speedup}, {"rel_frobenius", r.error}});
     }

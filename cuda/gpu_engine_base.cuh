@@ -37,6 +37,9 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     device_ = o.device % count;  // ranks of a node spread over its GPUs
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     stream_ = std::make_unique<CudaStream>();
+    copy_stream_ = std::make_unique<CudaStream>();
+    sf_ = std::make_unique<Staging<float>>();
+    sd_ = std::make_unique<Staging<double>>();
     handle_ = std::make_unique<CublasHandle>();
     cublas_check(cublasSetStream(handle_->get(), stream_->get()), "cublasSetStream");
     cudaDeviceProp p;
@@ -45,9 +48,9 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   }
   cudaStream_t stream() const override { return stream_->get(); }
 
-  // Operands, the output (and a held copy of it), and the engine's own workspace.
+  // Two sets of operand buffers, the output and a held copy of it, and the engine's workspace.
   std::size_t device_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    return static_cast<std::size_t>(m * k + k * n + 2 * m * n) * size_of(dt) +
+    return static_cast<std::size_t>(2 * (m * k + k * n) + 2 * m * n) * size_of(dt) +
            this->workspace_bytes(m, n, k, dt);
   }
   std::size_t device_free_bytes() const override {
@@ -78,6 +81,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     if (held_f_.host) release<float>(held_f_);
     if (held_d_.host) release<double>(held_d_);
   }
+  bool overlaps_host() const override { return true; }
 
  protected:
   EngineOptions o_;
@@ -87,17 +91,32 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   std::unique_ptr<CublasHandle> handle_;
 
  private:
+  // Host operands go through pinned buffers to device buffers, two sets used in turn: while the
+  // product of one call runs, the next call packs and copies its operands into the other set
+  // (on copy_stream_), so copies overlap compute when the caller does not wait in between
+  // (held outputs, see overlaps_host()).
+  template <class T>
+  struct OperandSet {
+    DeviceBuffer<T> a, b;
+    PinnedBuffer<T> pa, pb;
+    CudaEvent copied;    // the set's host-to-device copies are done: its pinned buffers are free
+    CudaEvent consumed;  // the product that read the set is done: its device buffers are free
+  };
   template <class T>
   struct Staging {
-    DeviceBuffer<T> a, b, c;
-    PinnedBuffer<T> pin;
+    OperandSet<T> set[2];
+    int next = 0;
+    DeviceBuffer<T> c;   // C when it is not held
+    PinnedBuffer<T> pc;  // C's (and a held C's) way in and out, used synchronously
   };
-  Staging<float> sf_;
-  Staging<double> sd_;
+  // Created once the engine's device is current (streams and events belong to a device).
+  std::unique_ptr<Staging<float>> sf_;
+  std::unique_ptr<Staging<double>> sd_;
+  std::unique_ptr<CudaStream> copy_stream_;
   template <class T>
   Staging<T>& staging() {
-    if constexpr (std::is_same_v<T, float>) return sf_;
-    else return sd_;
+    if constexpr (std::is_same_v<T, float>) return *sf_;
+    else return *sd_;
   }
 
   // A held output: its copy on the device, updated in place by every call inside it.
@@ -120,30 +139,64 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     if (rows <= 0 || cols <= 0) return;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     h.host = C, h.rows = rows, h.cols = cols, h.ld = std::max<index_t>(ld, 1);
-    h.dev.reserve(static_cast<std::size_t>(h.ld * cols));
-    upload<T>(C, h.ld, rows, cols, h.dev, staging<T>().pin);  // device copy with ld = rows
+    h.dev.reserve(static_cast<std::size_t>(rows * cols));
+    upload_c<T>(C, h.ld, rows, cols, h.dev.get());  // device copy with ld = rows
   }
   template <class T>
   void release(Held<T>& h) {
-    Staging<T>& s = staging<T>();
-    s.pin.reserve(static_cast<std::size_t>(h.rows * h.cols));
-    cuda_check(cudaMemcpyAsync(s.pin.get(), h.dev.get(), sizeof(T) * h.rows * h.cols,
-                               cudaMemcpyDeviceToHost, stream()), "D2H");
-    cuda_check(cudaStreamSynchronize(stream()), "sync");
-    for (index_t j = 0; j < h.cols; ++j)
-      std::memcpy(h.host + j * h.ld, s.pin.get() + j * h.rows, sizeof(T) * h.rows);
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    download_c<T>(h.dev.get(), h.rows, h.cols, h.host, h.ld);
     h.host = nullptr;
   }
 
-  // Copies a rows x cols column-major host block into pinned memory, then to the device.
+  // C's way in: pinned buffer, then the device, on the compute stream.
   template <class T>
-  void upload(const T* h, index_t ld, index_t rows, index_t cols, DeviceBuffer<T>& d, PinnedBuffer<T>& pin) {
-    const std::size_t n = static_cast<std::size_t>(rows * cols);
-    d.reserve(n);
-    pin.reserve(n);
-    cuda_check(cudaStreamSynchronize(stream()), "sync");  // the pinned buffer is free again
-    for (index_t j = 0; j < cols; ++j) std::memcpy(pin.get() + j * rows, h + j * ld, sizeof(T) * rows);
-    cuda_check(cudaMemcpyAsync(d.get(), pin.get(), n * sizeof(T), cudaMemcpyHostToDevice, stream()), "H2D");
+  void upload_c(const T* C, index_t ld, index_t rows, index_t cols, T* dev) {
+    Staging<T>& s = staging<T>();
+    cuda_check(cudaStreamSynchronize(stream()), "sync");  // pc is free again
+    s.pc.reserve(static_cast<std::size_t>(rows * cols));
+    pack<T>(C, ld, rows, cols, s.pc.get());
+    cuda_check(cudaMemcpyAsync(dev, s.pc.get(), sizeof(T) * rows * cols, cudaMemcpyHostToDevice, stream()), "H2D");
+  }
+  // C's way out, after everything queued on the compute stream.
+  template <class T>
+  void download_c(const T* dev, index_t rows, index_t cols, T* C, index_t ld) {
+    Staging<T>& s = staging<T>();
+    cuda_check(cudaStreamSynchronize(stream()), "sync");
+    s.pc.reserve(static_cast<std::size_t>(rows * cols));
+    cuda_check(cudaMemcpyAsync(s.pc.get(), dev, sizeof(T) * rows * cols, cudaMemcpyDeviceToHost, stream()), "D2H");
+    cuda_check(cudaStreamSynchronize(stream()), "sync");
+    for (index_t j = 0; j < cols; ++j) std::memcpy(C + j * ld, s.pc.get() + j * rows, sizeof(T) * rows);
+  }
+  template <class T>
+  static void pack(const T* h, index_t ld, index_t rows, index_t cols, T* to) {
+    for (index_t j = 0; j < cols; ++j) std::memcpy(to + j * rows, h + j * ld, sizeof(T) * rows);
+  }
+
+  // Packs op(A)'s and op(B)'s stored blocks into the next operand set and queues their copies;
+  // the compute stream waits for them. Returns the set.
+  template <class T>
+  OperandSet<T>& stage_operands(const T* A, index_t lda, index_t ar, index_t ac, const T* B,
+                                index_t ldb, index_t br, index_t bc) {
+    Staging<T>& s = staging<T>();
+    OperandSet<T>& o = s.set[s.next];
+    s.next ^= 1;
+    const std::size_t na = static_cast<std::size_t>(ar * ac), nb = static_cast<std::size_t>(br * bc);
+    cuda_check(cudaEventSynchronize(o.copied.get()), "sync");  // pinned buffers free
+    o.pa.reserve(na), o.pb.reserve(nb);
+    pack<T>(A, lda, ar, ac, o.pa.get());
+    pack<T>(B, ldb, br, bc, o.pb.get());
+    if (o.a.size() < na || o.b.size() < nb) {
+      cuda_check(cudaEventSynchronize(o.consumed.get()), "sync");
+      o.a.reserve(na), o.b.reserve(nb);
+    }
+    const cudaStream_t cs = copy_stream_->get();
+    cuda_check(cudaStreamWaitEvent(cs, o.consumed.get(), 0), "wait");  // device buffers free
+    cuda_check(cudaMemcpyAsync(o.a.get(), o.pa.get(), na * sizeof(T), cudaMemcpyHostToDevice, cs), "H2D");
+    cuda_check(cudaMemcpyAsync(o.b.get(), o.pb.get(), nb * sizeof(T), cudaMemcpyHostToDevice, cs), "H2D");
+    cuda_check(cudaEventRecord(o.copied.get(), cs), "event");
+    cuda_check(cudaStreamWaitEvent(stream(), o.copied.get(), 0), "wait");
+    return o;
   }
 
   template <class T>
@@ -154,39 +207,27 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     Staging<T>& s = staging<T>();
     const index_t ar = ta == Op::N ? m : k, ac = ta == Op::N ? k : m;
     const index_t br = tb == Op::N ? k : n, bc = tb == Op::N ? n : k;
-    if (k > 0) {
-      upload<T>(A, lda, ar, ac, s.a, s.pin);
-      upload<T>(B, ldb, br, bc, s.b, s.pin);
-    }
+    OperandSet<T>* o = k > 0 ? &stage_operands<T>(A, lda, ar, ac, B, ldb, br, bc) : nullptr;
+    const T* dA = o ? o->a.get() : nullptr;
+    const T* dB = o ? o->b.get() : nullptr;
+    auto run = [&](T* dC, index_t ld) {
+      // (k == 0 scales C by beta, as BLAS does; A and B are not read.)
+      static_cast<Derived*>(this)->template device_run<T>(ta, tb, m, n, k, alpha, dA, std::max<index_t>(ar, 1),
+                                                           dB, std::max<index_t>(br, 1), beta, dC, ld);
+      if (o) cuda_check(cudaEventRecord(o->consumed.get(), stream()), "event");
+    };
     Held<T>& h = held<T>();
     if (h.host && C >= h.host && C < h.host + h.ld * h.cols) {
-      // Inside a held output: compute into its device copy, no transfer of C.
+      // Inside a held output: compute into its device copy and return while it runs.
       const index_t off = C - h.host, r0 = off % h.ld, c0 = off / h.ld;
-      T* dC = h.dev.get() + r0 + c0 * h.rows;
-      // (k == 0 scales C by beta, as BLAS does; A and B are not read.)
-      static_cast<Derived*>(this)->template device_run<T>(
-          ta, tb, m, n, k, alpha, s.a.get(), std::max<index_t>(ar, 1), s.b.get(),
-          std::max<index_t>(br, 1), beta, dC, h.rows);
+      run(h.dev.get() + r0 + c0 * h.rows, h.rows);
       return;
     }
-    if (beta != T(0)) upload<T>(C, ldc, m, n, s.c, s.pin);
-    else s.c.reserve(static_cast<std::size_t>(m * n));
-    if (k > 0) {
-      static_cast<Derived*>(this)->template device_run<T>(
-          ta, tb, m, n, k, alpha, s.a.get(), std::max<index_t>(ar, 1), s.b.get(),
-          std::max<index_t>(br, 1), beta, s.c.get(), m);
-    } else {
-      cuda_check(cudaMemsetAsync(s.c.get(), 0, sizeof(T) * m * n, stream()), "memset");
-    }
-    s.pin.reserve(static_cast<std::size_t>(m * n));
-    cuda_check(cudaMemcpyAsync(s.pin.get(), s.c.get(), sizeof(T) * m * n, cudaMemcpyDeviceToHost, stream()), "D2H");
-    cuda_check(cudaStreamSynchronize(stream()), "sync");
-    if (k == 0 && beta != T(0)) {  // C = beta C: BLAS semantics for an empty inner dimension
-      for (index_t j = 0; j < n; ++j)
-        for (index_t i = 0; i < m; ++i) C[i + j * ldc] *= beta;
-      return;
-    }
-    for (index_t j = 0; j < n; ++j) std::memcpy(C + j * ldc, s.pin.get() + j * m, sizeof(T) * m);
+    s.c.reserve(static_cast<std::size_t>(m * n));
+    if (beta != T(0)) upload_c<T>(C, ldc, m, n, s.c.get());
+    else if (k == 0) cuda_check(cudaMemsetAsync(s.c.get(), 0, sizeof(T) * m * n, stream()), "memset");
+    run(s.c.get(), m);
+    download_c<T>(s.c.get(), m, n, C, ldc);
   }
 };
 

@@ -28,6 +28,8 @@ struct GpuBenchOptions {
   std::vector<long long> sizes{4096, 8192, 16384};
   std::string dtype = "f32";
   std::vector<int> levels{1, 2, 3};
+  std::vector<int> streams{2};  // streams for independent leaf products, one row set per value
+  bool untuned_too = false;     // also rows with cuBLAS's own leaf kernels (no tuning file)
   std::vector<std::string> engines{"gpu-strassen", "gpu-strassen-lowmem", "gpu-winograd"};
   int repeat = 3;
   int device = 0;

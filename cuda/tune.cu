@@ -4,12 +4,17 @@
 // (cudaGetDeviceProperties, cudaOccupancyMaxActiveBlocksPerMultiprocessor); the survivors are
 // timed on Winograd's three-input, three-output pass, and the fastest is kept per device, dtype
 // and size in the tuning file that the engines read.
+// The same search then runs on the leaf products: every cuBLASLt configuration the device
+// supports for the leaf size (algorithm, tile, stages, swizzle, cluster shape; split-K off, no
+// workspace) is timed, the fastest few are timed again against cuBLAS's own choice, and a
+// configuration is kept only where it beats cuBLAS (lt_gemm.cuh runs it).
 #include <algorithm>
 #include <iomanip>
 #include <vector>
 
 #include "gpu_engines.hpp"
 #include "gpu_kernels.cuh"
+#include "lt_gemm.cuh"
 
 namespace distmm {
 namespace {
@@ -73,6 +78,152 @@ void tune_dtype(const cudaDeviceProp& prop, const std::string& file, const char*
   }
 }
 
+template <class T>
+__global__ void uniform_kernel(long long n, T* x) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ull;  // a splitmix-style hash
+    h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
+    x[i] = T(2) * T(h >> 11) / T(1ull << 53) - T(1);
+  }
+}
+// Uniform [-1, 1) values on the device.
+template <class T>
+void fill_uniform(T* x, long long n, cudaStream_t s) {
+  uniform_kernel<T><<<1024, 256, 0, s>>>(n, x);
+  cuda_check(cudaGetLastError(), "fill kernel");
+}
+
+// Median milliseconds of `call` (after one warm-up), `reps` calls per sample.
+template <class F>
+double median_ms(cudaStream_t s, int samples, int reps, F&& call) {
+  CudaEvent t0, t1;
+  call();
+  std::vector<float> t;
+  for (int i = 0; i < samples; ++i) {
+    cuda_check(cudaEventRecord(t0.get(), s), "event");
+    for (int r = 0; r < reps; ++r) call();
+    cuda_check(cudaEventRecord(t1.get(), s), "event");
+    cuda_check(cudaEventSynchronize(t1.get()), "sync");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, t0.get(), t1.get());
+    t.push_back(ms / reps);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Every configuration cuBLASLt offers for T x T -> T products with T compute.
+template <class T>
+std::vector<GemmConfig> lt_candidates(cublasLtHandle_t h) {
+  int ids[128], nid = 0;
+  cublas_check(cublasLtMatmulAlgoGetIds(h, lt_compute<T>(), lt_type<T>(), lt_type<T>(), lt_type<T>(),
+                                        lt_type<T>(), lt_type<T>(), 128, ids, &nid),
+               "cublasLtMatmulAlgoGetIds");
+  std::vector<GemmConfig> out;
+  for (int q = 0; q < nid; ++q) {
+    cublasLtMatmulAlgo_t algo;
+    if (cublasLtMatmulAlgoInit(h, lt_compute<T>(), lt_type<T>(), lt_type<T>(), lt_type<T>(), lt_type<T>(),
+                               lt_type<T>(), ids[q], &algo) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    auto cap_list = [&](cublasLtMatmulAlgoCapAttributes_t a) {
+      std::size_t bytes = 0;
+      cublasLtMatmulAlgoCapGetAttribute(&algo, a, nullptr, 0, &bytes);
+      std::vector<int> v(bytes / sizeof(int));
+      if (!v.empty()) cublasLtMatmulAlgoCapGetAttribute(&algo, a, v.data(), bytes, &bytes);
+      if (v.empty()) v.push_back(0);
+      return v;
+    };
+    int swizzle = 0, custom_max = 0;
+    std::size_t bytes = 0;
+    cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle, sizeof(int), &bytes);
+    cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof(int), &bytes);
+    for (int tile : cap_list(CUBLASLT_ALGO_CAP_TILE_IDS))
+      for (int stages : cap_list(CUBLASLT_ALGO_CAP_STAGES_IDS))
+        for (int sw = 0; sw <= (swizzle ? 1 : 0); ++sw)
+          for (int custom = 0; custom <= std::min(custom_max, 3); ++custom)
+            for (int cluster : {int(CUBLASLT_CLUSTER_SHAPE_AUTO), int(CUBLASLT_CLUSTER_SHAPE_1x1x1),
+                                int(CUBLASLT_CLUSTER_SHAPE_2x1x1), int(CUBLASLT_CLUSTER_SHAPE_1x2x1)})
+              out.push_back({ids[q], tile, stages, sw, custom, cluster});
+  }
+  return out;
+}
+
+template <class T>
+void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* dtype, std::ostream& os) {
+  LtHandle lt;
+  CublasHandle cub;
+  CudaStream stream;
+  cublas_check(cublasSetStream(cub.get(), stream.get()), "cublasSetStream");
+  const std::vector<GemmConfig> all = lt_candidates<T>(lt.get());
+  os << dtype << " leaf products: " << all.size() << " cuBLASLt configurations to try\n";
+  std::vector<GemmConfig> carried;  // the best few of the last size, tried again at the next
+  for (long long n : {1024LL, 2048LL, 4096LL, 8192LL}) {
+    DeviceBuffer<T> buf(static_cast<std::size_t>(3 * n * n));
+    fill_uniform(buf.get(), 3 * n * n, stream.get());  // zeros would draw less power than real data
+    const T *A = buf.get(), *B = buf.get() + n * n;
+    T* C = buf.get() + 2 * n * n;
+    const T one = 1;
+    const int reps = static_cast<int>(std::max<long long>(1, 4096 / n * 4096 / n));
+    auto cublas_call = [&] {
+      if constexpr (std::is_same_v<T, float>)
+        cublasSgemm(cub.get(), CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A, int(n), B, int(n), &one, C, int(n));
+      else
+        cublasDgemm(cub.get(), CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A, int(n), B, int(n), &one, C, int(n));
+    };
+    struct Timed {
+      GemmConfig c;
+      double ms;
+    };
+    std::vector<Timed> timed;
+    // The full search up to 4096; beyond, the best few of 4096 (a search there costs minutes).
+    const std::vector<GemmConfig>& pool = n <= 4096 ? all : carried;
+    for (const GemmConfig& c : pool) {
+      LtPlan p = lt_plan<T>(lt.get(), c, Op::N, Op::N, n, n, n, n, n, n);
+      if (!p.ok) continue;
+      auto call = [&] {
+        cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &one, C, p.c.get(), C,
+                       p.c.get(), &p.algo, nullptr, 0, stream.get());
+      };
+      timed.push_back({c, median_ms(stream.get(), 3, reps, call)});
+    }
+    std::sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
+    if (timed.size() > 5) timed.resize(5);
+    carried.clear();
+    for (auto& t : timed) carried.push_back(t.c);
+    // The finalists and cuBLAS, timed again under sustained load (each after about 0.2 s of
+    // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product).
+    auto sustained_ms = [&](auto&& call, double estimate_ms) {
+      const int warm = static_cast<int>(std::clamp(200.0 / estimate_ms, 1.0, 2000.0));
+      for (int i = 0; i < warm; ++i) call();
+      return median_ms(stream.get(), 7, reps, call);
+    };
+    const double cublas_ms = sustained_ms(cublas_call, timed.empty() ? 1.0 : timed[0].ms);
+    std::optional<GemmConfig> best;
+    double best_ms = cublas_ms;
+    for (auto& t : timed) {
+      LtPlan p = lt_plan<T>(lt.get(), t.c, Op::N, Op::N, n, n, n, n, n, n);
+      double ms = sustained_ms([&] {
+        cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &one, C, p.c.get(), C,
+                       p.c.get(), &p.algo, nullptr, 0, stream.get());
+      }, t.ms);
+      if (ms < 0.99 * best_ms) best = t.c, best_ms = ms;  // 1%: not noise
+    }
+    const double tf = 2.0 * double(n) * n * n / 1e9;
+    os << "  n " << std::setw(5) << n << ": cuBLAS " << std::fixed << std::setprecision(3) << cublas_ms
+       << " ms (" << std::setprecision(1) << tf / cublas_ms << " TFLOP/s), ";
+    if (best)
+      os << "best algo " << best->algo << " tile " << best->tile << " stages " << best->stages
+         << " swizzle " << best->swizzle << " custom " << best->custom << " cluster " << best->cluster
+         << ": " << std::setprecision(3) << best_ms << " ms (" << std::setprecision(1) << tf / best_ms
+         << " TFLOP/s)\n";
+    else
+      os << "cuBLAS's own choice kept\n";
+    os.unsetf(std::ios::fixed);
+    record_tuned_gemm(file, prop.name, dtype, n, best, best_ms * 1000, cublas_ms * 1000);
+  }
+}
+
 }  // namespace
 
 int tune_command(const TuneOptions& o, std::ostream& os) {
@@ -87,6 +238,8 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
      << " SMs, " << prop.maxThreadsPerMultiProcessor << " threads/SM)\n";
   tune_dtype<float>(prop, file, "f32", os);
   tune_dtype<double>(prop, file, "f64", os);
+  tune_gemm<float>(prop, file, "f32", os);
+  tune_gemm<double>(prop, file, "f64", os);
   os << "written to " << file << "\n";
   return 0;
 }

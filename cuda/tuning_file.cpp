@@ -25,20 +25,45 @@ nlohmann::json load(const std::string& path) {
     return nlohmann::json::object();  // a damaged file only costs the defaults
   }
 }
+
+void save(const std::string& path, const nlohmann::json& j) {
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(2) << "\n";
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// The entry of j[device][key] at the largest size <= n (or the smallest size when all are larger).
+const nlohmann::json* entry_at(const nlohmann::json& j, const std::string& device,
+                               const std::string& key, long long n) {
+  if (!j.contains(device) || !j[device].contains(key)) return nullptr;
+  const nlohmann::json* best = nullptr;
+  long long best_size = -1;
+  for (auto& [size, e] : j[device][key].items()) {
+    long long s = std::stoll(size);
+    if ((s <= n && s > best_size) || best_size < 0 || (best_size > n && s < best_size)) {
+      best_size = s;
+      best = &e;
+    }
+  }
+  return best;
+}
+
+const nlohmann::json& tuning() {
+  static const nlohmann::json j = load(tuning_file_path());  // read once per process
+  return j;
+}
 }  // namespace
 
 LaunchShape tuned_shape(const std::string& device, const std::string& dtype, long long rows) {
   LaunchShape best;
-  static const nlohmann::json j = load(tuning_file_path());  // read once per process
-  if (!j.contains(device) || !j[device].contains(dtype)) return best;
-  long long best_size = -1;
-  for (auto& [size, e] : j[device][dtype].items()) {
-    long long s = std::stoll(size);
-    if ((s <= rows && s > best_size) || best_size < 0) {
-      best_size = s;
-      best.block_x = e.value("block_x", 256);
-      best.block_y = e.value("block_y", 1);
-    }
+  if (const nlohmann::json* e = entry_at(tuning(), device, dtype, rows)) {
+    best.block_x = e->value("block_x", 256);
+    best.block_y = e->value("block_y", 1);
   }
   return best;
 }
@@ -48,14 +73,34 @@ void record_tuned_shape(const std::string& path, const std::string& device,
   nlohmann::json j = load(path);
   j[device][dtype][std::to_string(rows)] = {{"block_x", s.block_x}, {"block_y", s.block_y},
                                             {"micros", micros}};
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
+  save(path, j);
+}
+
+std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
+  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n);
+  if (!e || !e->contains("algo") || (*e)["algo"].is_null()) return std::nullopt;
+  GemmConfig c;
+  c.algo = (*e)["algo"];
+  c.tile = e->value("tile", 0);
+  c.stages = e->value("stages", 0);
+  c.swizzle = e->value("swizzle", 0);
+  c.custom = e->value("custom", 0);
+  c.cluster = e->value("cluster", 0);
+  return c;
+}
+
+void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
+                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros) {
+  nlohmann::json j = load(path);
+  nlohmann::json e = {{"micros", micros}, {"cublas_micros", cublas_micros}};
+  if (best) {
+    e["algo"] = best->algo, e["tile"] = best->tile, e["stages"] = best->stages;
+    e["swizzle"] = best->swizzle, e["custom"] = best->custom, e["cluster"] = best->cluster;
+  } else {
+    e["algo"] = nullptr;  // cuBLAS's own choice was the fastest
   }
-  std::filesystem::rename(tmp, path);
+  j[device]["gemm-" + dtype][std::to_string(n)] = e;
+  save(path, j);
 }
 
 }  // namespace distmm

@@ -30,7 +30,9 @@ void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, con
                         Requests* pending) {
   if (m <= 0 || n <= 0) return;
   const index_t min_chunk = 512;  // keeps each BLAS call large enough to run at full speed
-  int chunks = pending ? static_cast<int>(std::clamp<index_t>(n / min_chunk, 1, 4)) : 1;
+  // An engine that computes while the host waits (a GPU) needs no chunks: the caller's wait
+  // progresses the transfers, and each chunk would copy A to the device again.
+  int chunks = pending && !e.overlaps_host() ? static_cast<int>(std::clamp<index_t>(n / min_chunk, 1, 4)) : 1;
   for (int c = 0; c < chunks; ++c) {
     index_t j0 = n * c / chunks, j1 = n * (c + 1) / chunks;
     e.gemm(Op::N, Op::N, m, j1 - j0, k, alpha, A, lda, B + j0 * ldb, ldb, beta, C + j0 * ldc, ldc);

@@ -18,6 +18,8 @@ struct EngineOptions {
   int device = 0;            // GPU ordinal for the cuda engines (taken modulo the GPUs seen)
   index_t tau1 = 4096;       // GPU engines: below this, plain cuBLAS (seed 003's tau1)
   index_t tau2 = 4096;       // GPU engines: recurse again while halves stay >= tau2
+  int streams = 2;           // GPU engines: CUDA streams for independent leaf products
+  bool tuned_leaves = true;  // GPU engines: leaf products in the tuning file's configuration
 };
 
 class Engine {
@@ -58,6 +60,10 @@ class Engine {
     (void)C, (void)rows, (void)cols, (void)ldc;
   }
   virtual void release_output() {}
+  // True when calls into a held output may return before the product is done (a GPU working
+  // asynchronously): the caller's thread is then free, e.g. to progress MPI transfers, and the
+  // operands were already consumed (copied) when the call returned.
+  virtual bool overlaps_host() const { return false; }
   // What the engine chose (levels, tile sizes), for the report.
   virtual std::string describe() const { return name(); }
 };

@@ -64,6 +64,9 @@ struct CpuBackend {
   void scale(index_t rows, index_t cols, T* p, index_t ld, T s) {
     scale_block(rows, cols, p, ld, s);
   }
+  // Independent leaf products run one after the other: each BLAS call already uses every core.
+  void fork(index_t, index_t, index_t) {}
+  void join() {}
 };
 
 template <class T, class Schedule, class Backend = CpuBackend>
@@ -107,6 +110,18 @@ class Recursion {
       leaf(A.sub(0, ke, me, 1), B.sub(ke, 0, 1, ne), C.sub(0, 0, me, ne), alpha, true);
     if (me < m) leaf(A.sub(me, 0, 1, k), B, C.sub(me, 0, 1, n), alpha, acc);
     if (ne < n) leaf(A.sub(0, 0, me, k), B.sub(0, ne, k, 1), C.sub(0, ne, me, 1), alpha, acc);
+  }
+
+  // Runs `products`, multiplies at depth `depth` whose outputs are distinct and read by none of
+  // the others. When they are leaves (rows x cols x inner each) the backend may run them
+  // concurrently (GPU: one stream each); deeper ones share this depth's temporaries, so they
+  // run in turn.
+  template <class F>
+  void independent(int depth, index_t rows, index_t cols, index_t inner, F&& products) {
+    const bool leaves = depth >= p_.levels || std::min({rows, cols, inner}) < std::max<index_t>(p_.cutoff, 2);
+    if (leaves) be_.fork(rows, cols, inner);
+    products();
+    if (leaves) be_.join();
   }
 
   // out_o = [out_o +] sum_t coef[o][t] in_t over rows x cols.

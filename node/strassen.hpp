@@ -19,9 +19,13 @@ struct StrassenSchedule {
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
                    Temps<T>& t) {
-    const auto [A11, A12, A21, A22] = quadrants(A);
-    const auto [B11, B12, B21, B22] = quadrants(B);
-    const auto [C11, C12, C21, C22] = quadrants(C);
+    // (named references rather than structured bindings: the products' lambdas capture them,
+    // which C++17, the CUDA build's dialect, allows only for variables)
+    const auto qa = quadrants(A), qb = quadrants(B);
+    const auto qc = quadrants(C);
+    const auto &A11 = qa[0], &A12 = qa[1], &A21 = qa[2], &A22 = qa[3];
+    const auto &B11 = qb[0], &B12 = qb[1], &B21 = qb[2], &B22 = qb[3];
+    const auto &C11 = qc[0], &C12 = qc[1], &C21 = qc[2], &C22 = qc[3];
     r.template sums<4, 5>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3], t.a[4]},
                            {{{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}}});
     r.template sums<4, 5>({B11, B12, B21, B22}, {t.b[0], t.b[1], t.b[2], t.b[3], t.b[4]},
@@ -33,17 +37,22 @@ struct StrassenSchedule {
     const index_t h = C11.rows, w = C11.cols;
     const int d = depth + 1;
 
-    r.multiply(d, X(3), Y(3), C22, alpha, acc);  // C22 (+)= M6
-    r.multiply(d, X(4), Y(4), C11, alpha, acc);  // C11 (+)= M7
-    r.multiply(d, X(0), Y(0), Z, alpha, false);  // Z = M1
-    r.multiply(d, A22, Y(2), W, alpha, false);   // W = M4
+    const index_t kk = A11.cols;
+    r.independent(d, h, w, kk, [&] {
+      r.multiply(d, X(3), Y(3), C22, alpha, acc);  // C22 (+)= M6
+      r.multiply(d, X(4), Y(4), C11, alpha, acc);  // C11 (+)= M7
+      r.multiply(d, X(0), Y(0), Z, alpha, false);  // Z = M1
+      r.multiply(d, A22, Y(2), W, alpha, false);   // W = M4
+    });
     r.template combine<2, 2>(h, w, {Z.in(), W.in()}, {C11.out(true), C22.out(true)},
                            {{{1, 1}, {1, 0}}});
     r.multiply(d, X(1), B11, Z, alpha, false);   // Z = M2
     r.template combine<2, 2>(h, w, {Z.in(), W.in()}, {C21.out(acc), C22.out(true)},
                            {{{1, 1}, {-1, 0}}});
-    r.multiply(d, A11, Y(1), Z, alpha, false);   // Z = M3
-    r.multiply(d, X(2), B22, W, alpha, false);   // W = M5
+    r.independent(d, h, w, kk, [&] {
+      r.multiply(d, A11, Y(1), Z, alpha, false);   // Z = M3
+      r.multiply(d, X(2), B22, W, alpha, false);   // W = M5
+    });
     r.template combine<2, 3>(h, w, {Z.in(), W.in()}, {C12.out(acc), C22.out(true), C11.out(true)},
                            {{{1, 1}, {1, 0}, {0, -1}}});
   }

@@ -21,9 +21,13 @@ struct WinogradSchedule {
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
                    Temps<T>& t) {
-    const auto [A11, A12, A21, A22] = quadrants(A);
-    const auto [B11, B12, B21, B22] = quadrants(B);
-    const auto [C11, C12, C21, C22] = quadrants(C);
+    // (named references rather than structured bindings: the products' lambdas capture them,
+    // which C++17, the CUDA build's dialect, allows only for variables)
+    const auto qa = quadrants(A), qb = quadrants(B);
+    const auto qc = quadrants(C);
+    const auto &A11 = qa[0], &A12 = qa[1], &A21 = qa[2], &A22 = qa[3];
+    const auto &B11 = qb[0], &B12 = qb[1], &B21 = qb[2], &B22 = qb[3];
+    const auto &C11 = qc[0], &C12 = qc[1], &C21 = qc[2], &C22 = qc[3];
     // 4 reads, 4 writes per side.
     r.template sums<4, 4>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3]},
                            {{{0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}, {1, 1, -1, -1}}});
@@ -40,16 +44,23 @@ struct WinogradSchedule {
     const int d = depth + 1;
 
     // C side: 9 quarter passes overwriting C, 12 accumulating into it.
-    r.multiply(d, A11, B11, Z, alpha, false);   // Z = P1
-    r.multiply(d, A12, B21, C11, alpha, acc);   // C11 (+)= P2
+    const index_t kk = A11.cols;
+    r.independent(d, h, w, kk, [&] {
+      r.multiply(d, A11, B11, Z, alpha, false);   // Z = P1
+      r.multiply(d, A12, B21, C11, alpha, acc);   // C11 (+)= P2
+    });
     r.template combine<1, 1>(h, w, {Z.in()}, {C11.out(true)}, {{{1}}});  // C11 += P1
-    r.multiply(d, S2, T2, Z, alpha, true);      // Z = U2 = P1 + P6
-    r.multiply(d, S3, T3, W, alpha, false);     // W = P7
-    r.multiply(d, S1, T1, V, alpha, false);     // V = P5
+    r.independent(d, h, w, kk, [&] {
+      r.multiply(d, S2, T2, Z, alpha, true);      // Z = U2 = P1 + P6
+      r.multiply(d, S3, T3, W, alpha, false);     // W = P7
+      r.multiply(d, S1, T1, V, alpha, false);     // V = P5
+    });
     r.template combine<3, 3>(h, w, {Z.in(), W.in(), V.in()}, {C12.out(acc), C21.out(acc), C22.out(acc)},
                            {{{1, 0, 1}, {1, 1, 0}, {1, 1, 1}}});
-    r.multiply(d, S4, B22, C12, alpha, true);   // C12 += P3
-    r.multiply(d, A22, T4, C21, -alpha, true);  // C21 -= P4
+    r.independent(d, h, w, kk, [&] {
+      r.multiply(d, S4, B22, C12, alpha, true);   // C12 += P3
+      r.multiply(d, A22, T4, C21, -alpha, true);  // C21 -= P4
+    });
   }
 };
 

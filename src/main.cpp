@@ -72,6 +72,10 @@ void add_run_options(CLI::App* run, distmm::RunOptions& o, distmm::index_t& size
       ->capture_default_str();
   run->add_option("--tau2", o.engine_opts.tau2, "GPU engines: recurse while halves stay >= this")
       ->capture_default_str();
+  run->add_option("--gpu-streams", o.engine_opts.streams,
+                  "GPU engines: CUDA streams for independent leaf products")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
   run->add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
 }
 
@@ -96,7 +100,7 @@ int dispatch(int argc, char** argv, int rank) {
   acc->add_option("--engines", ao.engines, "Engines to compare");
 
   distmm::TuneOptions to;
-  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels (seed 000, Algorithm 1)");
+  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels and leaf products (seed 000, Algorithm 1)");
   tune->add_option("--file", to.file, "Tuning file (default: $DISTMM_TUNING_FILE or ~/.cache/distmm/tuning.json)");
   tune->add_option("--device", to.device, "GPU ordinal")->capture_default_str();
   distmm::GpuBenchOptions bo;
@@ -105,6 +109,9 @@ int dispatch(int argc, char** argv, int rank) {
   gb->add_option("--dtype", bo.dtype, "f32|f64")->capture_default_str();
   gb->add_option("--levels", bo.levels, "Levels to run")->capture_default_str();
   gb->add_option("--engines", bo.engines, "GPU engines to compare with cuBLAS");
+  gb->add_option("--streams", bo.streams, "Streams for independent leaf products (rows for each)")
+      ->capture_default_str();
+  gb->add_flag("--untuned-too", bo.untuned_too, "Also rows with cuBLAS's own leaf kernels");
   gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
   gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
   gb->add_option("--json", bo.json, "Append one JSON line per row");

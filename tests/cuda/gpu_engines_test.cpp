@@ -110,3 +110,36 @@ TEST(GpuEngines, HeldOutputAcrossCalls) {
   }
 }
 }  // namespace
+
+namespace {
+// A call into a held output returns while the GPU still computes (overlaps_host()), but it must
+// have consumed its operands: Cannon receives the next blocks into the same host buffers at once.
+TEST(GpuEngines, HeldCallsConsumeTheirOperandsBeforeReturning) {
+  REQUIRE_GPU();
+  for (const char* name : {"cublas", "gpu-winograd"}) {
+    EngineOptions o;
+    o.levels = 1;
+    auto e = make_gpu_engine(name, o);
+    EXPECT_TRUE(e->overlaps_host());
+    const index_t n = 1536;  // long enough that the product is still running on return
+    Matrix<double> A(n, n), B(n, n), C(n, n), R(n, n), a(n, n), b(n, n);
+    fill_random_block(C.view(), 0, 0, 4, Stream::C, Fill::integer);
+    std::copy(C.data(), C.data() + C.size(), R.data());
+    e->hold_output(C.data(), n, n, n);
+    for (int step = 0; step < 4; ++step) {
+      fill_random_block(A.view(), 0, 0, 10 + step, Stream::A, Fill::integer);
+      fill_random_block(B.view(), 0, 0, 10 + step, Stream::B, Fill::integer);
+      std::copy(A.data(), A.data() + A.size(), a.data());
+      std::copy(B.data(), B.data() + B.size(), b.data());
+      e->gemm(Op::N, Op::N, n, n, n, 1.0, a.data(), n, b.data(), n, 1.0, C.data(), n);
+      std::fill(a.data(), a.data() + a.size(), std::nan(""));  // the caller reuses its buffers
+      std::fill(b.data(), b.data() + b.size(), std::nan(""));
+      blas_gemm<double>(Op::N, Op::N, n, n, n, 1.0, A.data(), n, B.data(), n, 1.0, R.data(), n);
+    }
+    e->release_output();
+    double d = 0;
+    for (index_t t = 0; t < C.size(); ++t) d = std::max(d, std::abs(C.data()[t] - R.data()[t]));
+    EXPECT_EQ(d, 0.0) << name;
+  }
+}
+}  // namespace

@@ -1,0 +1,139 @@
+// Leaf products through cuBLASLt in the configuration that `distmm tune` timed fastest for the
+// leaf size (seed 000's Algorithm 1 applied to the products: candidates from the library's own
+// list, the survivors timed, the best cached per device, dtype and size). cuBLAS's heuristic
+// picks one kernel per shape, which at the leaf sizes of a Strassen recursion (2048-4096) is not
+// always the fastest one the device has. A shape the tuned configuration does not support, or
+// no tuned configuration at all, reports false and the caller uses plain cuBLAS.
+#pragma once
+#include <cublasLt.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "../src/types.hpp"
+#include "cuda_util.hpp"
+#include "tuning.hpp"
+
+namespace distmm {
+
+template <class T>
+constexpr cudaDataType lt_type() {
+  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
+}
+template <class T>
+constexpr cublasComputeType_t lt_compute() {
+  return std::is_same_v<T, float> ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+}
+
+class LtHandle {
+ public:
+  LtHandle() { cublas_check(cublasLtCreate(&h_), "cublasLtCreate"); }
+  ~LtHandle() { cublasLtDestroy(h_); }
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  cublasLtHandle_t get() const { return h_; }
+
+ private:
+  cublasLtHandle_t h_{};
+};
+
+struct LtDescDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
+};
+using LtMatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDescDeleter>;
+using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDescDeleter>;
+
+inline LtLayout lt_layout(cudaDataType t, index_t rows, index_t cols, index_t ld) {
+  cublasLtMatrixLayout_t l = nullptr;
+  cublas_check(cublasLtMatrixLayoutCreate(&l, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
+                                          static_cast<int64_t>(ld)),
+               "cublasLtMatrixLayoutCreate");
+  return LtLayout(l);
+}
+
+// The algorithm a configuration names; false when this cuBLASLt does not know its id.
+inline bool lt_algo(cublasLtHandle_t h, cudaDataType t, cublasComputeType_t ct, const GemmConfig& c,
+                    cublasLtMatmulAlgo_t& algo) {
+  if (cublasLtMatmulAlgoInit(h, ct, t, t, t, t, t, c.algo, &algo) != CUBLAS_STATUS_SUCCESS) return false;
+  const int splitk = 1;
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &c.tile, sizeof(int));
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &c.stages, sizeof(int));
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &c.swizzle, sizeof(int));
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &c.custom, sizeof(int));
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &c.cluster, sizeof(int));
+  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(int));
+  return true;
+}
+
+// One product shape, described once: the descriptors and whether the configuration applies.
+struct LtPlan {
+  LtMatmulDesc desc;
+  LtLayout a, b, c;
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
+};
+
+template <class T>
+LtPlan lt_plan(cublasLtHandle_t h, const GemmConfig& cfg, Op ta, Op tb, index_t m, index_t n,
+               index_t k, index_t lda, index_t ldb, index_t ldc) {
+  LtPlan p;
+  cublasLtMatmulDesc_t d = nullptr;
+  cublas_check(cublasLtMatmulDescCreate(&d, lt_compute<T>(), lt_type<T>()), "cublasLtMatmulDescCreate");
+  p.desc.reset(d);
+  const cublasOperation_t oa = ta == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t ob = tb == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T;
+  cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof oa);
+  cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof ob);
+  p.a = ta == Op::N ? lt_layout(lt_type<T>(), m, k, lda) : lt_layout(lt_type<T>(), k, m, lda);
+  p.b = tb == Op::N ? lt_layout(lt_type<T>(), k, n, ldb) : lt_layout(lt_type<T>(), n, k, ldb);
+  p.c = lt_layout(lt_type<T>(), m, n, ldc);
+  if (!lt_algo(h, lt_type<T>(), lt_compute<T>(), cfg, p.algo)) return p;
+  cublasLtMatmulHeuristicResult_t r{};
+  p.ok = cublasLtMatmulAlgoCheck(h, d, p.a.get(), p.b.get(), p.c.get(), p.c.get(), &p.algo, &r) ==
+             CUBLAS_STATUS_SUCCESS &&
+         r.workspaceSize == 0;
+  return p;
+}
+
+class LtGemm {
+ public:
+  explicit LtGemm(std::string device) : device_(std::move(device)) {}
+
+  // C = alpha op(A) op(B) + beta C on `stream` in the tuned configuration; false (nothing done)
+  // when there is none for this size or it does not support this shape.
+  template <class T>
+  bool run(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A,
+           index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+    if (m <= 0 || n <= 0 || k <= 0) return false;
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (!aligned(A) || !aligned(B) || !aligned(C)) return false;
+    const auto key = std::make_tuple(int(sizeof(T)), int(ta), int(tb), m, n, k, lda, ldb, ldc);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      const std::optional<GemmConfig> cfg =
+          tuned_gemm(device_, sizeof(T) == 4 ? "f32" : "f64", std::min({m, n, k}));
+      LtPlan p;
+      if (cfg) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
+      it = plans_.emplace(key, std::move(p)).first;
+    }
+    LtPlan& p = it->second;
+    if (!p.ok) return false;
+    if (cublasLtMatmul(handle_.get(), p.desc.get(), &alpha, A, p.a.get(), B, p.b.get(), &beta, C,
+                       p.c.get(), C, p.c.get(), &p.algo, nullptr, 0, stream) != CUBLAS_STATUS_SUCCESS) {
+      p.ok = false;  // refused at run time (alignment): cuBLAS from now on
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string device_;
+  LtHandle handle_;
+  std::map<std::tuple<int, int, int, index_t, index_t, index_t, index_t, index_t, index_t>, LtPlan> plans_;
+};
+
+}  // namespace distmm
