@@ -150,7 +150,8 @@ int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
     for (const Row& r : rows) {
       char line[256];
       std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %d | %s | %.2f | %.2f | %.3fx | %.2e |\n", n,
-                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.streams, r.tuned ? "tuned" : "cuBLAS",
+                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.streams,
+                    r.engine == "gpu-tiled" ? "-" : r.tuned ? "tuned" : "cuBLAS",
                     r.ms, r.tflops, r.speedup, r.error);
       os << line << std::flush;
       if (!o.json.empty())

@@ -37,14 +37,16 @@ void save(const std::string& path, const nlohmann::json& j) {
   std::filesystem::rename(tmp, path);
 }
 
-// The entry of j[device][key] at the largest size <= n (or the smallest size when all are larger).
+// The entry of j[device][key] at the largest size <= n; when all are larger, the smallest one
+// if `or_smallest`, else none.
 const nlohmann::json* entry_at(const nlohmann::json& j, const std::string& device,
-                               const std::string& key, long long n) {
+                               const std::string& key, long long n, bool or_smallest) {
   if (!j.contains(device) || !j[device].contains(key)) return nullptr;
   const nlohmann::json* best = nullptr;
   long long best_size = -1;
   for (auto& [size, e] : j[device][key].items()) {
     long long s = std::stoll(size);
+    if (!or_smallest && s > n) continue;
     if ((s <= n && s > best_size) || best_size < 0 || (best_size > n && s < best_size)) {
       best_size = s;
       best = &e;
@@ -61,7 +63,7 @@ const nlohmann::json& tuning() {
 
 LaunchShape tuned_shape(const std::string& device, const std::string& dtype, long long rows) {
   LaunchShape best;
-  if (const nlohmann::json* e = entry_at(tuning(), device, dtype, rows)) {
+  if (const nlohmann::json* e = entry_at(tuning(), device, dtype, rows, true)) {
     best.block_x = e->value("block_x", 256);
     best.block_y = e->value("block_y", 1);
   }
@@ -77,7 +79,8 @@ void record_tuned_shape(const std::string& path, const std::string& device,
 }
 
 std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
-  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n);
+  // A kernel tuned at 1024 can be slow on 512^3 products: below the smallest tuned size, none.
+  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false);
   if (!e || !e->contains("algo") || (*e)["algo"].is_null()) return std::nullopt;
   GemmConfig c;
   c.algo = (*e)["algo"];
