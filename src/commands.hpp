@@ -19,4 +19,16 @@ struct AccuracyOptions {
 };
 int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank);
 
+// `distmm engine-bench`: node engines against OpenBLAS, interleaved rounds in one process.
+struct EngineBenchOptions {
+  std::vector<long long> sizes{2048, 4096};
+  std::vector<std::string> engines{"blas:0", "strassen:1", "strassen-lowmem:1", "winograd:1"};
+  std::string dtype = "f64";
+  int repeat = 5;
+  int threads = 0;  // 0: the machine's hardware threads
+  index_t block = 96;
+  std::string json;
+};
+int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank);
+
 }  // namespace distmm

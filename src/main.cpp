@@ -99,6 +99,18 @@ int dispatch(int argc, char** argv, int rank) {
   acc->add_option("--threads", ao.threads, "Threads")->capture_default_str();
   acc->add_option("--engines", ao.engines, "Engines to compare");
 
+  distmm::EngineBenchOptions eb;
+  CLI::App* ebench = app.add_subcommand(
+      "engine-bench", "Node engines against OpenBLAS, interleaved rounds in one process");
+  ebench->add_option("--sizes", eb.sizes, "Square sizes")->capture_default_str();
+  ebench->add_option("--engines", eb.engines, "NAME:LEVELS of each engine (blas:0 is the baseline)")
+      ->capture_default_str();
+  ebench->add_option("--dtype", eb.dtype, "f32|f64")->capture_default_str();
+  ebench->add_option("--repeat", eb.repeat, "Timed rounds")->capture_default_str();
+  ebench->add_option("--threads", eb.threads, "Threads (0: all hardware threads)")->capture_default_str();
+  ebench->add_option("--block", eb.block, "Block size q of the cache-aware tilings")->capture_default_str();
+  ebench->add_option("--json", eb.json, "Append one JSON line per row");
+
   distmm::TuneOptions to;
   CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels and leaf products (seed 000, Algorithm 1)");
   tune->add_option("--file", to.file, "Tuning file (default: $DISTMM_TUNING_FILE or ~/.cache/distmm/tuning.json)");
@@ -135,6 +147,7 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (info->parsed()) return distmm::info_command(std::cout, rank);
   if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
+  if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
   if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
   if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;
   return 0;

@@ -31,7 +31,7 @@ expect_error() {
 }
 
 # Help on every command.
-for c in "" run info accuracy; do
+for c in "" run info accuracy engine-bench; do
   if "$bin" $c --help >"$tmp/out" 2>&1 && grep -qi "usage" "$tmp/out"; then ok "help $c"
   else bad "help $c"; fi
 done
@@ -48,6 +48,14 @@ else bad "info: $(cat "$tmp/out")"; fi
 if "$bin" accuracy --n 48 --levels 2 >"$tmp/out" 2>&1 && grep -qE "identity +winograd +2 " "$tmp/out"; then
   ok "accuracy"
 else bad "accuracy: $(cat "$tmp/out")"; fi
+
+# engine-bench: interleaved rounds, every engine's product checked against BLAS's.
+if "$bin" engine-bench --sizes 37 64 --engines blas:0 winograd:1 mmra-shared:0 --repeat 2 >"$tmp/out" 2>&1 &&
+   [ "$(grep -c '^| [0-9]' "$tmp/out")" -eq 6 ] && ! grep -qE '\| [0-9.]+e-0[0-9] \|$' "$tmp/out"; then
+  ok "engine-bench"
+else bad "engine-bench: $(cat "$tmp/out")"; fi
+expect_error "engine-bench bad spec" "NAME:LEVELS" 0 engine-bench --sizes 8 --engines winograd:x
+expect_error "engine-bench unknown engine" "blas" 0 engine-bench --sizes 8 --engines nosuch:0
 if "$bin" run --size 300 --engine winograd --levels 2 --cutoff 32 --verify full >"$tmp/out" 2>&1 &&
    grep -q "full: PASSED" "$tmp/out" && grep -q "winograd (levels 2" "$tmp/out"; then ok "winograd run"
 else bad "winograd run: $(cat "$tmp/out")"; fi
