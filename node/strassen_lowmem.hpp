@@ -4,8 +4,8 @@
 // C22 is first turned into C22 - C11 while C11 holds the terms C22 does not share (M7, M4, -M5),
 // so that M1, shared by both, is added to C11 alone and reaches C22 through the final C22 += C11.
 //   1. C11 (+)= M7                  X = A12 - A22, Y = B21 + B22
-//   2. X = M4: C21 (+)= X, C11 += X  Y = B21 - B11
-//   3. Y = M5: C12 (+)= Y, C11 -= Y  X = A11 + A12
+//   2. X = M4: C21 (+)= X, C11 += X  Y = B21 - B11   (C = AB: M4 straight into C21)
+//   3. Y = M5: C12 (+)= Y, C11 -= Y  X = A11 + A12   (C = AB: M5 straight into C12)
 //   4. C22 = [C22] - C11
 //   5. C11 += M1                    X = A11 + A22, Y = B11 + B22
 //   6. Y = M2: C21 += Y, C22 -= Y    X = A21 + A22
@@ -40,11 +40,21 @@ struct StrassenLowmemSchedule {
     sumA(A12, A22, -1), sumB(B21, B22, 1);
     r.multiply(d, X, Y, C11, alpha, acc);  // 1
     sumB(B21, B11, -1);
-    r.multiply(d, A22, Y, XC, alpha, false);  // 2
-    r.template combine<1, 2>(h, w, {XC.in()}, {C21.out(acc), C11.out(true)}, {{{1}, {1}}});
+    if (acc) {
+      r.multiply(d, A22, Y, XC, alpha, false);  // 2
+      r.template combine<1, 2>(h, w, {XC.in()}, {C21.out(true), C11.out(true)}, {{{1}, {1}}});
+    } else {  // C21 is free: M4 goes there, one pass less
+      r.multiply(d, A22, Y, C21, alpha, false);  // 2
+      r.template combine<1, 1>(h, w, {C21.in()}, {C11.out(true)}, {{{1}}});
+    }
     sumA(A11, A12, 1);
-    r.multiply(d, X, B22, YC, alpha, false);  // 3
-    r.template combine<1, 2>(h, w, {YC.in()}, {C12.out(acc), C11.out(true)}, {{{1}, {-1}}});
+    if (acc) {
+      r.multiply(d, X, B22, YC, alpha, false);  // 3
+      r.template combine<1, 2>(h, w, {YC.in()}, {C12.out(true), C11.out(true)}, {{{1}, {-1}}});
+    } else {
+      r.multiply(d, X, B22, C12, alpha, false);  // 3
+      r.template combine<1, 1>(h, w, {C12.in()}, {C11.out(true)}, {{{-1}}});
+    }
     r.template combine<1, 1>(h, w, {C11.in()}, {C22.out(acc)}, {{{-1}}});  // 4
     sumA(A11, A22, 1), sumB(B11, B22, 1);
     r.multiply(d, X, Y, C11, alpha, true);  // 5
