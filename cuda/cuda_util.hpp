@@ -1,5 +1,6 @@
 // Error checks and RAII owners for CUDA and cuBLAS resources.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -84,17 +85,21 @@ class CudaStream {
   cudaStream_t s_{};
 };
 
-class CublasHandle {
+// A cuBLAS or cuBLASLt handle, created with the object and destroyed with it.
+template <class H, cublasStatus_t (*Create)(H*), cublasStatus_t (*Destroy)(H)>
+class LibraryHandle {
  public:
-  CublasHandle() { cublas_check(cublasCreate(&h_), "cublasCreate"); }
-  ~CublasHandle() { cublasDestroy(h_); }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return h_; }
+  LibraryHandle() { cublas_check(Create(&h_), "creating a cuBLAS handle"); }
+  ~LibraryHandle() { Destroy(h_); }
+  LibraryHandle(const LibraryHandle&) = delete;
+  LibraryHandle& operator=(const LibraryHandle&) = delete;
+  H get() const { return h_; }
 
  private:
-  cublasHandle_t h_{};
+  H h_{};
 };
+using CublasHandle = LibraryHandle<cublasHandle_t, cublasCreate, cublasDestroy>;
+using LtHandle = LibraryHandle<cublasLtHandle_t, cublasLtCreate, cublasLtDestroy>;
 
 class CudaEvent {
  public:

@@ -7,6 +7,7 @@
 #pragma once
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,18 +28,6 @@ template <class T>
 constexpr cublasComputeType_t lt_compute() {
   return std::is_same_v<T, float> ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
 }
-
-class LtHandle {
- public:
-  LtHandle() { cublas_check(cublasLtCreate(&h_), "cublasLtCreate"); }
-  ~LtHandle() { cublasLtDestroy(h_); }
-  LtHandle(const LtHandle&) = delete;
-  LtHandle& operator=(const LtHandle&) = delete;
-  cublasLtHandle_t get() const { return h_; }
-
- private:
-  cublasLtHandle_t h_{};
-};
 
 struct LtDescDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
