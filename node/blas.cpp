@@ -2,8 +2,29 @@
 
 #include <cblas.h>
 
+#include <cstdlib>
+#include <mutex>
+
+// OpenBLAS internals (pthread build), weak so that other BLAS builds still link: re-read the
+// OPENBLAS_* environment, and stop the worker threads (the next threaded call starts them again).
+extern "C" void openblas_read_env(void) __attribute__((weak));
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace distmm {
 namespace {
+// After each threaded call, OpenBLAS's idle workers spin for 2^28 TSC cycles (~0.1 s) before
+// they sleep, measured here as 0.10 s of CPU per call. Every engine but `blas` runs its own
+// OpenMP threads between BLAS calls (fused additions, the tilings' single-threaded blocks), so a
+// spinning worker takes a core from them: on 2 cores mmra-distributed moved between 0.73x and
+// 0.91x OpenBLAS with it. 2^20 cycles (~0.4 ms) still covers back-to-back BLAS calls. A value
+// the user set is kept; OpenBLAS read the environment at load time, hence the re-read.
+void quiet_idle_blas_workers() {
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) return;
+  setenv("OPENBLAS_THREAD_TIMEOUT", "20", 0);
+  openblas_read_env();
+  blas_thread_shutdown_();
+}
+
 CBLAS_TRANSPOSE cb(Op op) { return op == Op::N ? CblasNoTrans : CblasTrans; }
 blasint ld_ok(index_t ld) { return static_cast<blasint>(std::max<index_t>(ld, 1)); }
 }  // namespace
@@ -25,7 +46,11 @@ void blas_gemm<float>(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha
               static_cast<blasint>(k), alpha, A, ld_ok(lda), B, ld_ok(ldb), beta, C, ld_ok(ldc));
 }
 
-void blas_set_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void blas_set_threads(int threads) {
+  static std::once_flag quieted;
+  std::call_once(quieted, quiet_idle_blas_workers);
+  openblas_set_num_threads(std::max(1, threads));
+}
 int blas_get_threads() { return openblas_get_num_threads(); }
 const char* blas_config() { return openblas_get_config(); }
 

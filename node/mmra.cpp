@@ -58,12 +58,11 @@ struct SharedMmra {
     for (index_t bi = 0; bi < mb; bi += lambda)
       for (index_t bj = 0; bj < nb; bj += lambda) {
         const BlockRange rows = block_range(bi, std::min(bi + lambda, mb), q, C.rows);
-        const index_t ncols = std::min(bj + lambda, nb) - bj;
+        const BlockRange group = block_range(bj, std::min(bj + lambda, nb), q, C.cols);
 #pragma omp parallel num_threads(p)
         {
-          // Core c owns its lambda/p block columns of the C block for the whole k loop.
-          const int c = omp_get_thread_num(), nt = omp_get_num_threads();
-          const BlockRange cols = block_range(bj + ncols * c / nt, bj + ncols * (c + 1) / nt, q, C.cols);
+          // Core c owns its 1/p of the columns of the C block for the whole k loop.
+          const BlockRange cols = share(group, omp_get_num_threads(), omp_get_thread_num());
           for (index_t kk = 0; kk < zb; ++kk)
             block_gemm(A, B, C, rows, cols, block_range(kk, kk + 1, q, A.cols), alpha);
         }
@@ -86,13 +85,13 @@ struct DistributedMmra {
     // A (pr mu) x (pc mu) block of C in the shared cache; core (ci, cj) keeps its mu x mu block.
     for (index_t bi = 0; bi < mb; bi += pr * mu)
       for (index_t bj = 0; bj < nb; bj += pc * mu) {
+        const BlockRange group_rows = block_range(bi, std::min(bi + pr * mu, mb), q, C.rows);
+        const BlockRange group_cols = block_range(bj, std::min(bj + pc * mu, nb), q, C.cols);
 #pragma omp parallel num_threads(pr * pc)
         {
           const int c = omp_get_thread_num();
-          const index_t ci = c % pr, cj = c / pr;
-          const index_t r0 = std::min(bi + ci * mu, mb), c0 = std::min(bj + cj * mu, nb);
-          const BlockRange rows = block_range(r0, std::min(r0 + mu, mb), q, C.rows);
-          const BlockRange cols = block_range(c0, std::min(c0 + mu, nb), q, C.cols);
+          const BlockRange rows = share(group_rows, pr, c % pr);
+          const BlockRange cols = share(group_cols, pc, c / pr);
           for (index_t kk = 0; kk < zb; ++kk)
             block_gemm(A, B, C, rows, cols, block_range(kk, kk + 1, q, A.cols), alpha);
         }
@@ -115,20 +114,18 @@ struct TradeoffMmra {
     const TradeoffParams t = tradeoff_params(tiling_caches(o, sizeof(T), Lru), p);
     for (index_t bi = 0; bi < mb; bi += t.alpha)
       for (index_t bj = 0; bj < nb; bj += t.alpha) {
-        const index_t rows_b = std::min<index_t>(bi + t.alpha, mb) - bi;
-        const index_t cols_b = std::min<index_t>(bj + t.alpha, nb) - bj;
-        const index_t sub_r = blocks_of(rows_b, t.mu), sub_c = blocks_of(cols_b, t.mu);
+        const BlockRange rows = block_range(bi, std::min<index_t>(bi + t.alpha, mb), q, C.rows);
+        const BlockRange cols = block_range(bj, std::min<index_t>(bj + t.alpha, nb), q, C.cols);
+        // The alpha x alpha block cut into sub-blocks of at most mu x mu blocks, dealt cyclically
+        // to the cores; the number of sub-block columns is rounded up to a multiple of p so that
+        // every core gets as many sub-blocks, all of one size.
+        const index_t sub_r = blocks_of(rows.size(), t.mu * q);
+        const index_t sub_c = std::min(cols.size(), blocks_of(blocks_of(cols.size(), t.mu * q), p) * p);
         for (index_t kk = 0; kk < zb; kk += t.beta) {
           const BlockRange ks = block_range(kk, std::min<index_t>(kk + t.beta, zb), q, A.cols);
-          // mu x mu sub-blocks of the alpha x alpha block, dealt cyclically to the cores.
 #pragma omp parallel for schedule(static, 1) num_threads(p)
-          for (index_t s = 0; s < sub_r * sub_c; ++s) {
-            const index_t si = s % sub_r, sj = s / sub_r;
-            const index_t r0 = bi + si * t.mu, c0 = bj + sj * t.mu;
-            block_gemm(A, B, C, block_range(r0, std::min<index_t>(r0 + t.mu, bi + rows_b), q, C.rows),
-                       block_range(c0, std::min<index_t>(c0 + t.mu, bj + cols_b), q, C.cols), ks,
-                       alpha);
-          }
+          for (index_t s = 0; s < sub_r * sub_c; ++s)
+            block_gemm(A, B, C, share(rows, sub_r, s % sub_r), share(cols, sub_c, s / sub_r), ks, alpha);
         }
       }
   }

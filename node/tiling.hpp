@@ -31,6 +31,14 @@ inline BlockRange block_range(index_t b0, index_t b1, index_t q, index_t n) {
 }
 inline index_t blocks_of(index_t n, index_t q) { return (n + q - 1) / q; }
 
+// Part i of `parts` near-equal parts of r, in elements. Seed 004 assumes that the blocks of every
+// core divide the matrix evenly; where a group of blocks is ragged (the matrix edge), cutting it
+// by elements instead of by whole blocks keeps every core equally busy, and no part is larger
+// than the block it replaces, so the cache bounds hold.
+inline BlockRange share(BlockRange r, index_t parts, index_t i) {
+  return {r.begin + r.size() * i / parts, r.begin + r.size() * (i + 1) / parts};
+}
+
 // C[r, c] += alpha op(A)[r, k] op(B)[k, c] with single-threaded BLAS (called from a thread).
 template <class T>
 void block_gemm(const Operand<T>& A, const Operand<T>& B, const Target<T>& C, BlockRange r,

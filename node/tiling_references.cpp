@@ -23,8 +23,8 @@ struct OuterProduct {
     {
       const int c = omp_get_thread_num();
       const int ci = c % pr, cj = c / pr;
-      const BlockRange rows{C.rows * ci / pr, C.rows * (ci + 1) / pr};
-      const BlockRange cols{C.cols * cj / pc, C.cols * (cj + 1) / pc};
+      const BlockRange rows = share({0, C.rows}, pr, ci);
+      const BlockRange cols = share({0, C.cols}, pc, cj);
       for (index_t kk = 0; kk < zb; ++kk)
         block_gemm(A, B, C, rows, cols, block_range(kk, kk + 1, q, A.cols), alpha);
     }
@@ -46,11 +46,10 @@ struct EqualLayout {
     for (index_t bi = 0; bi < mb; bi += s)
       for (index_t bj = 0; bj < nb; bj += s) {
         const BlockRange rows = block_range(bi, std::min(bi + s, mb), q, C.rows);
-        const index_t ncols = std::min(bj + s, nb) - bj;
+        const BlockRange group = block_range(bj, std::min(bj + s, nb), q, C.cols);
 #pragma omp parallel num_threads(p)
         {
-          const int c = omp_get_thread_num(), nt = omp_get_num_threads();
-          const BlockRange cols = block_range(bj + ncols * c / nt, bj + ncols * (c + 1) / nt, q, C.cols);
+          const BlockRange cols = share(group, omp_get_num_threads(), omp_get_thread_num());
           for (index_t kk = 0; kk < zb; kk += s)
             block_gemm(A, B, C, rows, cols, block_range(kk, std::min(kk + s, zb), q, A.cols), alpha);
         }
