@@ -7,7 +7,8 @@
 //    cache, 1 + mu + mu^2 <= C_D, blocks 2-D cyclic over the cores. Distributed CCR 1/z + 2/mu.
 //  - mmra-tradeoff (TradeoffMMRA, Alg. 3): an alpha x alpha block of C in the shared cache and
 //    panels of beta columns of A / rows of B, 2 alpha beta + alpha^2 <= C_S, split into mu x mu
-//    sub-blocks dealt cyclically to the cores; alpha minimises
+//    sub-blocks dealt cyclically to the cores (a mu-wide strip of them per core and step); alpha
+//    minimises
 //    F(alpha) = 2 / (sigma_S alpha) + 2 alpha / (p sigma_D (C_S - alpha^2)) (Sec. 3.3):
 //    alpha = min(alpha_max, max(sqrt(p) mu, alpha_num)), beta = max(floor((C_S - alpha^2) / (2 alpha)), 1).
 //  The "-lru" variants use half of each cache, the other half left to the LRU policy.
@@ -116,16 +117,16 @@ struct TradeoffMmra {
       for (index_t bj = 0; bj < nb; bj += t.alpha) {
         const BlockRange rows = block_range(bi, std::min<index_t>(bi + t.alpha, mb), q, C.rows);
         const BlockRange cols = block_range(bj, std::min<index_t>(bj + t.alpha, nb), q, C.cols);
-        // The alpha x alpha block cut into sub-blocks of at most mu x mu blocks, dealt cyclically
-        // to the cores; the number of sub-block columns is rounded up to a multiple of p so that
-        // every core gets as many sub-blocks, all of one size.
-        const index_t sub_r = blocks_of(rows.size(), t.mu * q);
-        const index_t sub_c = std::min(cols.size(), blocks_of(blocks_of(cols.size(), t.mu * q), p) * p);
+        // The alpha x alpha block cut into mu-wide strips of sub-blocks, dealt cyclically to the
+        // cores, their number rounded up to a multiple of p so that every core gets as many. A
+        // core updates the mu x mu sub-blocks of one strip with one BLAS call: the same block
+        // products in the same step, but B's sub-panel is packed once per strip, not once per
+        // sub-block (OpenBLAS packs both operands on every call).
+        const index_t strips = std::min(cols.size(), blocks_of(blocks_of(cols.size(), t.mu * q), p) * p);
         for (index_t kk = 0; kk < zb; kk += t.beta) {
           const BlockRange ks = block_range(kk, std::min<index_t>(kk + t.beta, zb), q, A.cols);
 #pragma omp parallel for schedule(static, 1) num_threads(p)
-          for (index_t s = 0; s < sub_r * sub_c; ++s)
-            block_gemm(A, B, C, share(rows, sub_r, s % sub_r), share(cols, sub_c, s / sub_r), ks, alpha);
+          for (index_t s = 0; s < strips; ++s) block_gemm(A, B, C, rows, share(cols, strips, s), ks, alpha);
         }
       }
   }
