@@ -2,16 +2,15 @@
 // schedule, seed 003 Fig. 2, and seed 000's R-S-MM), accumulating into C. X holds an A sum or a
 // C-size product, Y a B sum or a C-size product. The same schedule serves C = AB and C += AB:
 // C22 is first turned into C22 - C11 while C11 holds the terms C22 does not share (M7, M4, -M5),
-// so that M1, shared by both, is added to C11 alone and reaches C22 through the final C22 += C11.
+// so that M1, shared by both, is added to C11 alone and reaches C22 through C22 += C11 (in 7).
 //   1. C11 (+)= M7                  X = A12 - A22, Y = B21 + B22
 //   2. X = M4: C21 (+)= X, C11 += X  Y = B21 - B11   (C = AB: M4 straight into C21)
 //   3. Y = M5: C12 (+)= Y, C11 -= Y  X = A11 + A12   (C = AB: M5 straight into C12)
 //   4. C22 = [C22] - C11
 //   5. C11 += M1                    X = A11 + A22, Y = B11 + B22
 //   6. Y = M2: C21 += Y, C22 -= Y    X = A21 + A22
-//   7. X = M3: C12 += X, C22 += X    Y = B12 - B22
+//   7. X = M3: C12 += X, C22 += X + C11   Y = B12 - B22   (C11 is final after 5)
 //   8. C22 += M6                    X = A21 - A11, Y = B11 + B12
-//   9. C22 += C11
 #pragma once
 #include "engine.hpp"
 #include "recursive_gemm.hpp"
@@ -22,7 +21,7 @@ struct StrassenLowmemSchedule {
   static constexpr const char* kName = "strassen-lowmem";
   static constexpr int kTemps[3] = {1, 1, 0};
   static constexpr bool kSumTempsFitC = true;  // X and Y also hold C-size products
-  static constexpr double kPassesPerLevel = 56;
+  static constexpr double kPassesPerLevel = 54;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
@@ -63,10 +62,12 @@ struct StrassenLowmemSchedule {
     r.template combine<1, 2>(h, w, {YC.in()}, {C21.out(true), C22.out(true)}, {{{1}, {-1}}});
     sumB(B12, B22, -1);
     r.multiply(d, A11, Y, XC, alpha, false);  // 7
-    r.template combine<1, 2>(h, w, {XC.in()}, {C12.out(true), C22.out(true)}, {{{1}, {1}}});
+    // C22's share of C11 rides on this pass (C11 is final since 5): one pass less than a
+    // separate C22 += C11 at the end.
+    r.template combine<2, 2>(h, w, {XC.in(), C11.in()}, {C12.out(true), C22.out(true)},
+                             {{{1, 0}, {1, 1}}});
     sumA(A21, A11, -1), sumB(B11, B12, 1);
     r.multiply(d, X, Y, C22, alpha, true);  // 8
-    r.template combine<1, 1>(h, w, {C11.in()}, {C22.out(true)}, {{{1}}});  // 9
   }
 };
 
