@@ -18,11 +18,14 @@ namespace {
 // spinning worker takes a core from them: on 2 cores mmra-distributed moved between 0.73x and
 // 0.91x OpenBLAS with it. 2^20 cycles (~0.4 ms) still covers back-to-back BLAS calls. A value
 // the user set is kept; OpenBLAS read the environment at load time, hence the re-read.
+bool quieted = false;
+std::once_flag quiet_once;
 void quiet_idle_blas_workers() {
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) return;
   setenv("OPENBLAS_THREAD_TIMEOUT", "20", 0);
   openblas_read_env();
   blas_thread_shutdown_();
+  quieted = true;
 }
 
 CBLAS_TRANSPOSE cb(Op op) { return op == Op::N ? CblasNoTrans : CblasTrans; }
@@ -47,9 +50,12 @@ void blas_gemm<float>(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha
 }
 
 void blas_set_threads(int threads) {
-  static std::once_flag quieted;
-  std::call_once(quieted, quiet_idle_blas_workers);
+  std::call_once(quiet_once, quiet_idle_blas_workers);
   openblas_set_num_threads(std::max(1, threads));
+}
+bool blas_idle_workers_quieted() {
+  std::call_once(quiet_once, quiet_idle_blas_workers);
+  return quieted;
 }
 int blas_get_threads() { return openblas_get_num_threads(); }
 const char* blas_config() { return openblas_get_config(); }

@@ -14,6 +14,9 @@ void blas_gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* 
 // Threads that OpenBLAS uses for one call (the process-wide setting).
 void blas_set_threads(int threads);
 int blas_get_threads();
+// True when distmm shortened OpenBLAS's idle spin (see blas.cpp); false where the user set
+// OPENBLAS_THREAD_TIMEOUT or the BLAS is not OpenBLAS's pthread build.
+bool blas_idle_workers_quieted();
 const char* blas_config();
 
 }  // namespace distmm

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <chrono>
+#include <thread>
+
+#include "node/blas.hpp"
 #include "node/engine.hpp"
 #include "src/random.hpp"
 
@@ -55,4 +60,31 @@ TEST(EngineRegistry, UnknownNameNamesTheKnownOnes) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("blas"), std::string::npos);
   }
+}
+
+// After a threaded call OpenBLAS's idle workers would spin for ~0.1 s on cores that the other
+// engines' OpenMP threads need; distmm has them sleep within about a millisecond.
+TEST(Blas, IdleWorkersDoNotSpinAfterAThreadedCall) {
+  if (!blas_idle_workers_quieted()) GTEST_SKIP() << "OPENBLAS_THREAD_TIMEOUT set by the user, or not OpenBLAS's pthread build";
+  auto cpu_seconds = [] {
+    rusage r{};
+    getrusage(RUSAGE_SELF, &r);
+    return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+  };
+  const int saved = blas_get_threads();
+  blas_set_threads(2);
+  const index_t n = 600;  // large enough for OpenBLAS to use its threads
+  Matrix<double> A(n, n), B(n, n), C(n, n);
+  fill_random_block(A.view(), 0, 0, 3, Stream::A, Fill::uniform);
+  fill_random_block(B.view(), 0, 0, 3, Stream::B, Fill::uniform);
+  double idle = 0;
+  for (int round = 0; round < 3; ++round) {
+    blas_gemm<double>(Op::N, Op::N, n, n, n, 1.0, A.data(), n, B.data(), n, 0.0, C.data(), n);
+    const double before = cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    idle += cpu_seconds() - before;
+  }
+  blas_set_threads(saved);
+  // Spinning workers burn ~0.1 s of CPU per call (0.3 s here); sleeping ones next to nothing.
+  EXPECT_LT(idle, 0.06) << "CPU seconds used while the process slept after 3 threaded calls";
 }
