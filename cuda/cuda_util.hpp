@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "../src/core/types.hpp"
+
 namespace distmm {
 
 inline void cuda_check(cudaError_t e, const char* what) {
@@ -16,6 +18,19 @@ inline void cuda_check(cudaError_t e, const char* what) {
 inline void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
+}
+
+// cuBLAS's op for op(X) of element type T (C on a real type is T).
+template <class T>
+cublasOperation_t cublas_op(Op o) {
+  switch (effective_op<T>(o)) {
+    case Op::N:
+      return CUBLAS_OP_N;
+    case Op::T:
+      return CUBLAS_OP_T;
+    default:
+      return CUBLAS_OP_C;
+  }
 }
 
 // Device memory, grow-only (reallocated only when a larger size is asked for).

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../src/random.hpp"
-#include "../src/report.hpp"
-#include "../src/timer.hpp"
+#include "../src/core/json.hpp"
+#include "../src/core/random.hpp"
+#include "../src/core/timer.hpp"
 #include "gpu_engine_base.cuh"
 #include "gpu_engines.hpp"
 
@@ -78,7 +78,7 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
   }
   EngineOptions eo;
   eo.device = o.device;
-  auto cub = make_gpu_engine("cublas", eo);
+  auto cub = make_engine("cublas", eo);
   auto* cubd = dynamic_cast<DeviceGemm*>(cub.get());
   const cudaStream_t s = cubd->stream();
 
@@ -122,7 +122,7 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
           e2.levels = L;
           e2.streams = st;
           e2.tuned_leaves = tuned;
-          auto eng = make_gpu_engine(name, e2);
+          auto eng = make_engine(name, e2);
           auto* d = dynamic_cast<DeviceGemm*>(eng.get());
           double ms = time(d);
           double err = rel_error<T>(n2, C.get(), ref.get(), d->stream());
@@ -135,18 +135,30 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
 }  // namespace
 
 int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
+  const std::optional<Dtype> dt = parse_dtype(o.dtype);
+  if (!dt || !DtypeSet::real().contains(*dt))
+    throw UsageError("gpu-bench --dtype must be f32 or f64, not '" + o.dtype + "'" +
+                     (dt ? ": time complex products with distmm run --engine NAME --dtype " + o.dtype
+                         : std::string()));
+  for (const std::string& name : o.engines) {
+    const EngineInfo& e = engine_info(name);  // UsageError naming the engines when unknown
+    if (e.memory != Memory::device)
+      throw UsageError("gpu-bench times GPU engines on device-resident data: '" + name +
+                       "' is a host engine (use engine-bench for it)");
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw UsageError("distmm gpu-bench needs a CUDA GPU and none is visible");
-  if (o.dtype != "f32" && o.dtype != "f64") throw UsageError("--dtype must be f32 or f64");
   cudaDeviceProp prop;
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
   os << "| n | dtype | engine | levels | streams | leaf kernels | median ms | TFLOP/s | speedup vs cuBLAS | rel. Frobenius error |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (long long n : o.sizes) {
     std::vector<Row> rows;
-    if (o.dtype == "f32") bench<float>(o, n, rows, std::cerr);
-    else bench<double>(o, n, rows, std::cerr);
+    dispatch(*dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!is_complex_v<T>) bench<T>(o, n, rows, std::cerr);
+    });
     for (const Row& r : rows) {
       char line[256];
       std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %d | %s | %.2f | %.2f | %.3fx | %.2e |\n", n,

@@ -1,7 +1,13 @@
 // What every GPU engine shares: a device, a stream and a cuBLAS handle; the host API of Engine
 // (operands staged through pinned buffers, copied asynchronously, the product copied back); and
 // the device API (DeviceGemm) that benchmarks and device-resident callers use directly.
+//
+// Both APIs are one type-erased virtual call (GemmCall: the dtype as a value) with a typed
+// front; GpuEngineBase turns the erased calls back into the engine's typed device_run<T> for
+// the types of Derived::kDtypes. The staging buffers are bytes, shared by every dtype; a held
+// output is kept per dtype (an array keyed by Dtype), as the typed API allows one of each.
 #pragma once
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -14,17 +20,27 @@ namespace distmm {
 class DeviceGemm {
  public:
   virtual ~DeviceGemm() = default;
-  // C = alpha op(A) op(B) + beta C with device pointers, on stream().
-  virtual void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha,
-                           const float* A, index_t lda, const float* B, index_t ldb, float beta,
-                           float* C, index_t ldc) = 0;
-  virtual void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, double alpha,
-                           const double* A, index_t lda, const double* B, index_t ldb,
-                           double beta, double* C, index_t ldc) = 0;
+  // C = alpha op(A) op(B) + beta C with device pointers, on stream(); T is taken from the
+  // matrices.
+  template <class T>
+  void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha,
+                   const T* A, index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C,
+                   index_t ldc) {
+    gemm_device_call({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
+  }
+  // The same with the type as a value (A, B and C are device pointers; alpha and beta host
+  // ones). Throws UsageError for a dtype the engine lacks.
+  virtual void gemm_device_call(const GemmCall& call) = 0;
   virtual cudaStream_t stream() const = 0;
 };
 
-inline cublasOperation_t cublas_op(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+// The typed arguments of an erased call, handed to f(ta, tb, m, n, k, alpha, A, lda, ...).
+template <class T, class F>
+decltype(auto) with_typed_args(const GemmCall& c, F&& f) {
+  return f(c.ta, c.tb, c.m, c.n, c.k, *static_cast<const T*>(c.alpha), static_cast<const T*>(c.A),
+           c.lda, static_cast<const T*>(c.B), c.ldb, *static_cast<const T*>(c.beta),
+           static_cast<T*>(c.C), c.ldc);
+}
 
 template <class Derived>
 class GpuEngineBase : public Engine, public DeviceGemm {
@@ -38,8 +54,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     stream_ = std::make_unique<CudaStream>();
     copy_stream_ = std::make_unique<CudaStream>();
-    sf_ = std::make_unique<Staging<float>>();
-    sd_ = std::make_unique<Staging<double>>();
+    staging_ = std::make_unique<Staging>();
     handle_ = std::make_unique<CublasHandle>();
     cublas_check(cublasSetStream(handle_->get(), stream_->get()), "cublasSetStream");
     cudaDeviceProp p;
@@ -47,6 +62,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     device_name_ = p.name;
   }
   cudaStream_t stream() const override { return stream_->get(); }
+  DtypeSet dtypes() const override { return Derived::kDtypes; }
 
   // Two sets of operand buffers, the output and a held copy of it, and the engine's workspace.
   std::size_t device_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
@@ -60,26 +76,30 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     return free;
   }
 
-#define DISTMM_FORWARD(T)                                                                      \
-  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,  \
-            const T* B, index_t ldb, T beta, T* C, index_t ldc) override {                     \
-    host_gemm<T>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                        \
-  }                                                                                            \
-  void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A,         \
-                   index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) override { \
-    cuda_check(cudaSetDevice(device_), "cudaSetDevice");                                       \
-    static_cast<Derived*>(this)->template device_run<T>(ta, tb, m, n, k, alpha, A, lda, B,     \
-                                                         ldb, beta, C, ldc);                    \
+  void gemm_call(const GemmCall& c) override {
+    typed(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      with_typed_args<T>(c, [&](auto... a) { this->template host_gemm<T>(a...); });
+    });
   }
-  DISTMM_FORWARD(float)
-  DISTMM_FORWARD(double)
-#undef DISTMM_FORWARD
+  void gemm_device_call(const GemmCall& c) override {
+    typed(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+      with_typed_args<T>(c, [&](auto... a) { derived().template device_run<T>(a...); });
+    });
+  }
 
-  void hold_output(float* C, index_t rows, index_t cols, index_t ldc) override { hold<float>(C, rows, cols, ldc); }
-  void hold_output(double* C, index_t rows, index_t cols, index_t ldc) override { hold<double>(C, rows, cols, ldc); }
+  void hold_output_call(Dtype dt, void* C, index_t rows, index_t cols, index_t ldc) override {
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      this->template hold<T>(static_cast<T*>(C), rows, cols, ldc);
+    });
+  }
   void release_output() override {
-    if (held_f_.host) release<float>(held_f_);
-    if (held_d_.host) release<double>(held_d_);
+    for (Dtype d : kAllDtypes)
+      if (held_[slot(d)].host)
+        dispatch(d, [&](auto tag) { this->template release<typename decltype(tag)::type>(); });
   }
   bool overlaps_host() const override { return true; }
 
@@ -91,82 +111,91 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   std::unique_ptr<CublasHandle> handle_;
 
  private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  static constexpr std::size_t slot(Dtype d) { return static_cast<std::size_t>(d); }
+  // f(TypeTag<T>{}) for a dtype of Derived::kDtypes; UsageError for the others.
+  template <class F>
+  void typed(Dtype d, F&& f) {
+    dispatch(d, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (Derived::kDtypes.contains(dtype_of<T>())) f(tag);
+      else throw_unsupported_dtype(this->name(), Derived::kDtypes, d);
+    });
+  }
+
   // Host operands go through pinned buffers to device buffers, two sets used in turn: while the
   // product of one call runs, the next call packs and copies its operands into the other set
   // (on copy_stream_), so copies overlap compute when the caller does not wait in between
-  // (held outputs, see overlaps_host()).
-  template <class T>
+  // (held outputs, see overlaps_host()). The buffers hold bytes: every dtype uses the same ones.
+  using Bytes = unsigned char;
   struct OperandSet {
-    DeviceBuffer<T> a, b;
-    PinnedBuffer<T> pa, pb;
+    DeviceBuffer<Bytes> a, b;
+    PinnedBuffer<Bytes> pa, pb;
     CudaEvent copied;    // the set's host-to-device copies are done: its pinned buffers are free
     CudaEvent consumed;  // the product that read the set is done: its device buffers are free
   };
-  template <class T>
   struct Staging {
-    OperandSet<T> set[2];
+    OperandSet set[2];
     int next = 0;
-    DeviceBuffer<T> c;   // C when it is not held
-    PinnedBuffer<T> pc;  // C's (and a held C's) way in and out, used synchronously
+    DeviceBuffer<Bytes> c;   // C when it is not held
+    PinnedBuffer<Bytes> pc;  // C's (and a held C's) way in and out, used synchronously
   };
   // Created once the engine's device is current (streams and events belong to a device).
-  std::unique_ptr<Staging<float>> sf_;
-  std::unique_ptr<Staging<double>> sd_;
+  std::unique_ptr<Staging> staging_;
   std::unique_ptr<CudaStream> copy_stream_;
   template <class T>
-  Staging<T>& staging() {
-    if constexpr (std::is_same_v<T, float>) return *sf_;
-    else return *sd_;
+  static T* as(const DeviceBuffer<Bytes>& b) { return reinterpret_cast<T*>(b.get()); }
+  template <class T>
+  static T* as(const PinnedBuffer<Bytes>& b) { return reinterpret_cast<T*>(b.get()); }
+  template <class T>
+  static std::size_t bytes(index_t rows, index_t cols) {
+    return static_cast<std::size_t>(rows * cols) * sizeof(T);
   }
 
-  // A held output: its copy on the device, updated in place by every call inside it.
-  template <class T>
+  // A held output: its copy on the device, updated in place by every call inside it. One per
+  // dtype.
   struct Held {
-    T* host = nullptr;
+    void* host = nullptr;
     index_t rows = 0, cols = 0, ld = 0;
-    DeviceBuffer<T> dev;
+    DeviceBuffer<Bytes> dev;
   };
-  Held<float> held_f_;
-  Held<double> held_d_;
-  template <class T>
-  Held<T>& held() {
-    if constexpr (std::is_same_v<T, float>) return held_f_;
-    else return held_d_;
-  }
+  std::array<Held, kAllDtypes.size()> held_;
   template <class T>
   void hold(T* C, index_t rows, index_t cols, index_t ld) {
-    Held<T>& h = held<T>();
+    Held& h = held_[slot(dtype_of<T>())];
     if (rows <= 0 || cols <= 0) return;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     h.host = C, h.rows = rows, h.cols = cols, h.ld = std::max<index_t>(ld, 1);
-    h.dev.reserve(static_cast<std::size_t>(rows * cols));
-    upload_c<T>(C, h.ld, rows, cols, h.dev.get());  // device copy with ld = rows
+    h.dev.reserve(bytes<T>(rows, cols));
+    upload_c<T>(C, h.ld, rows, cols, as<T>(h.dev));  // device copy with ld = rows
   }
   template <class T>
-  void release(Held<T>& h) {
+  void release() {
+    Held& h = held_[slot(dtype_of<T>())];
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    download_c<T>(h.dev.get(), h.rows, h.cols, h.host, h.ld);
+    download_c<T>(as<T>(h.dev), h.rows, h.cols, static_cast<T*>(h.host), h.ld);
     h.host = nullptr;
   }
 
   // C's way in: pinned buffer, then the device, on the compute stream.
   template <class T>
   void upload_c(const T* C, index_t ld, index_t rows, index_t cols, T* dev) {
-    Staging<T>& s = staging<T>();
+    Staging& s = *staging_;
     cuda_check(cudaStreamSynchronize(stream()), "sync");  // pc is free again
-    s.pc.reserve(static_cast<std::size_t>(rows * cols));
-    pack<T>(C, ld, rows, cols, s.pc.get());
-    cuda_check(cudaMemcpyAsync(dev, s.pc.get(), sizeof(T) * rows * cols, cudaMemcpyHostToDevice, stream()), "H2D");
+    s.pc.reserve(bytes<T>(rows, cols));
+    pack<T>(C, ld, rows, cols, as<T>(s.pc));
+    cuda_check(cudaMemcpyAsync(dev, s.pc.get(), bytes<T>(rows, cols), cudaMemcpyHostToDevice, stream()), "H2D");
   }
   // C's way out, after everything queued on the compute stream.
   template <class T>
   void download_c(const T* dev, index_t rows, index_t cols, T* C, index_t ld) {
-    Staging<T>& s = staging<T>();
+    Staging& s = *staging_;
     cuda_check(cudaStreamSynchronize(stream()), "sync");
-    s.pc.reserve(static_cast<std::size_t>(rows * cols));
-    cuda_check(cudaMemcpyAsync(s.pc.get(), dev, sizeof(T) * rows * cols, cudaMemcpyDeviceToHost, stream()), "D2H");
+    s.pc.reserve(bytes<T>(rows, cols));
+    cuda_check(cudaMemcpyAsync(s.pc.get(), dev, bytes<T>(rows, cols), cudaMemcpyDeviceToHost, stream()), "D2H");
     cuda_check(cudaStreamSynchronize(stream()), "sync");
-    for (index_t j = 0; j < cols; ++j) std::memcpy(C + j * ld, s.pc.get() + j * rows, sizeof(T) * rows);
+    const T* pc = as<T>(s.pc);
+    for (index_t j = 0; j < cols; ++j) std::memcpy(C + j * ld, pc + j * rows, sizeof(T) * rows);
   }
   template <class T>
   static void pack(const T* h, index_t ld, index_t rows, index_t cols, T* to) {
@@ -176,24 +205,24 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   // Packs op(A)'s and op(B)'s stored blocks into the next operand set and queues their copies;
   // the compute stream waits for them. Returns the set.
   template <class T>
-  OperandSet<T>& stage_operands(const T* A, index_t lda, index_t ar, index_t ac, const T* B,
-                                index_t ldb, index_t br, index_t bc) {
-    Staging<T>& s = staging<T>();
-    OperandSet<T>& o = s.set[s.next];
+  OperandSet& stage_operands(const T* A, index_t lda, index_t ar, index_t ac, const T* B,
+                             index_t ldb, index_t br, index_t bc) {
+    Staging& s = *staging_;
+    OperandSet& o = s.set[s.next];
     s.next ^= 1;
-    const std::size_t na = static_cast<std::size_t>(ar * ac), nb = static_cast<std::size_t>(br * bc);
+    const std::size_t na = bytes<T>(ar, ac), nb = bytes<T>(br, bc);
     cuda_check(cudaEventSynchronize(o.copied.get()), "sync");  // pinned buffers free
     o.pa.reserve(na), o.pb.reserve(nb);
-    pack<T>(A, lda, ar, ac, o.pa.get());
-    pack<T>(B, ldb, br, bc, o.pb.get());
+    pack<T>(A, lda, ar, ac, as<T>(o.pa));
+    pack<T>(B, ldb, br, bc, as<T>(o.pb));
     if (o.a.size() < na || o.b.size() < nb) {
       cuda_check(cudaEventSynchronize(o.consumed.get()), "sync");
       o.a.reserve(na), o.b.reserve(nb);
     }
     const cudaStream_t cs = copy_stream_->get();
     cuda_check(cudaStreamWaitEvent(cs, o.consumed.get(), 0), "wait");  // device buffers free
-    cuda_check(cudaMemcpyAsync(o.a.get(), o.pa.get(), na * sizeof(T), cudaMemcpyHostToDevice, cs), "H2D");
-    cuda_check(cudaMemcpyAsync(o.b.get(), o.pb.get(), nb * sizeof(T), cudaMemcpyHostToDevice, cs), "H2D");
+    cuda_check(cudaMemcpyAsync(o.a.get(), o.pa.get(), na, cudaMemcpyHostToDevice, cs), "H2D");
+    cuda_check(cudaMemcpyAsync(o.b.get(), o.pb.get(), nb, cudaMemcpyHostToDevice, cs), "H2D");
     cuda_check(cudaEventRecord(o.copied.get(), cs), "event");
     cuda_check(cudaStreamWaitEvent(stream(), o.copied.get(), 0), "wait");
     return o;
@@ -204,30 +233,31 @@ class GpuEngineBase : public Engine, public DeviceGemm {
                  const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    Staging<T>& s = staging<T>();
+    Staging& s = *staging_;
     const index_t ar = ta == Op::N ? m : k, ac = ta == Op::N ? k : m;
     const index_t br = tb == Op::N ? k : n, bc = tb == Op::N ? n : k;
-    OperandSet<T>* o = k > 0 ? &stage_operands<T>(A, lda, ar, ac, B, ldb, br, bc) : nullptr;
-    const T* dA = o ? o->a.get() : nullptr;
-    const T* dB = o ? o->b.get() : nullptr;
+    OperandSet* o = k > 0 ? &stage_operands<T>(A, lda, ar, ac, B, ldb, br, bc) : nullptr;
+    const T* dA = o ? as<T>(o->a) : nullptr;
+    const T* dB = o ? as<T>(o->b) : nullptr;
     auto run = [&](T* dC, index_t ld) {
       // (k == 0 scales C by beta, as BLAS does; A and B are not read.)
-      static_cast<Derived*>(this)->template device_run<T>(ta, tb, m, n, k, alpha, dA, std::max<index_t>(ar, 1),
-                                                           dB, std::max<index_t>(br, 1), beta, dC, ld);
+      derived().template device_run<T>(ta, tb, m, n, k, alpha, dA, std::max<index_t>(ar, 1), dB,
+                                       std::max<index_t>(br, 1), beta, dC, ld);
       if (o) cuda_check(cudaEventRecord(o->consumed.get(), stream()), "event");
     };
-    Held<T>& h = held<T>();
-    if (h.host && C >= h.host && C < h.host + h.ld * h.cols) {
+    Held& h = held_[slot(dtype_of<T>())];
+    T* const hc = static_cast<T*>(h.host);
+    if (hc && C >= hc && C < hc + h.ld * h.cols) {
       // Inside a held output: compute into its device copy and return while it runs.
-      const index_t off = C - h.host, r0 = off % h.ld, c0 = off / h.ld;
-      run(h.dev.get() + r0 + c0 * h.rows, h.rows);
+      const index_t off = C - hc, r0 = off % h.ld, c0 = off / h.ld;
+      run(as<T>(h.dev) + r0 + c0 * h.rows, h.rows);
       return;
     }
-    s.c.reserve(static_cast<std::size_t>(m * n));
-    if (beta != T(0)) upload_c<T>(C, ldc, m, n, s.c.get());
-    else if (k == 0) cuda_check(cudaMemsetAsync(s.c.get(), 0, sizeof(T) * m * n, stream()), "memset");
-    run(s.c.get(), m);
-    download_c<T>(s.c.get(), m, n, C, ldc);
+    s.c.reserve(bytes<T>(m, n));
+    if (beta != T(0)) upload_c<T>(C, ldc, m, n, as<T>(s.c));
+    else if (k == 0) cuda_check(cudaMemsetAsync(s.c.get(), 0, bytes<T>(m, n), stream()), "memset");
+    run(as<T>(s.c), m);
+    download_c<T>(as<T>(s.c), m, n, C, ldc);
   }
 };
 

@@ -10,9 +10,9 @@
 
 namespace distmm {
 
-// cublas, gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-tiled (empty without CUDA).
-std::vector<std::string> gpu_engine_names();
-std::unique_ptr<Engine> make_gpu_engine(const std::string& name, const EngineOptions& opts);
+// The registry entries of cublas, gpu-strassen, gpu-strassen-lowmem, gpu-winograd and gpu-tiled
+// (none without CUDA).
+std::vector<EngineInfo> gpu_engine_infos();
 
 // `distmm tune`: seed 000's Algorithm 1 for the addition kernels (prune by occupancy, time the
 // survivors), written to the tuning file that the engines read.

@@ -3,8 +3,7 @@
 
 namespace distmm {
 
-std::vector<std::string> gpu_engine_names() { return {}; }
-std::unique_ptr<Engine> make_gpu_engine(const std::string&, const EngineOptions&) { return nullptr; }
+std::vector<EngineInfo> gpu_engine_infos() { return {}; }
 std::string tuning_file_path() { return ""; }
 int tune_command(const TuneOptions&, std::ostream&) {
   throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON to tune GPU kernels");

@@ -20,17 +20,35 @@
 namespace distmm {
 namespace {
 
+// cuBLAS's GEMM of element type T (std::complex is laid out as cuComplex / cuDoubleComplex).
 template <class T>
 void cublas_gemm(cublasHandle_t h, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
                  const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
   if (m <= 0 || n <= 0) return;
   const int M = int(m), N = int(n), K = int(k), la = int(std::max<index_t>(lda, 1)),
             lb = int(std::max<index_t>(ldb, 1)), lc = int(std::max<index_t>(ldc, 1));
-  if constexpr (std::is_same_v<T, float>)
-    cublas_check(cublasSgemm(h, cublas_op(ta), cublas_op(tb), M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "sgemm");
-  else
-    cublas_check(cublasDgemm(h, cublas_op(ta), cublas_op(tb), M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "dgemm");
+  const cublasOperation_t oa = cublas_op<T>(ta), ob = cublas_op<T>(tb);
+  if constexpr (std::is_same_v<T, float>) {
+    cublas_check(cublasSgemm(h, oa, ob, M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "sgemm");
+  } else if constexpr (std::is_same_v<T, double>) {
+    cublas_check(cublasDgemm(h, oa, ob, M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "dgemm");
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    using X = cuComplex;
+    cublas_check(cublasCgemm(h, oa, ob, M, N, K, reinterpret_cast<const X*>(&alpha),
+                             reinterpret_cast<const X*>(A), la, reinterpret_cast<const X*>(B), lb,
+                             reinterpret_cast<const X*>(&beta), reinterpret_cast<X*>(C), lc),
+                 "cgemm");
+  } else {
+    static_assert(std::is_same_v<T, std::complex<double>>, "a dtype without a cuBLAS GEMM");
+    using X = cuDoubleComplex;
+    cublas_check(cublasZgemm(h, oa, ob, M, N, K, reinterpret_cast<const X*>(&alpha),
+                             reinterpret_cast<const X*>(A), la, reinterpret_cast<const X*>(B), lb,
+                             reinterpret_cast<const X*>(&beta), reinterpret_cast<X*>(C), lc),
+                 "zgemm");
+  }
 }
+static_assert(sizeof(cuComplex) == sizeof(std::complex<float>) &&
+              sizeof(cuDoubleComplex) == sizeof(std::complex<double>));
 
 // The streams of a recursive engine: the engine's own (index 0) and the side streams that
 // independent leaf products fork to, each with its cuBLAS handle.
@@ -113,6 +131,7 @@ struct GpuBackend {
 
 class CublasEngine final : public GpuEngineBase<CublasEngine> {
  public:
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
   explicit CublasEngine(const EngineOptions& o) : GpuEngineBase(o, "cublas") {}
   std::string name() const override { return "cublas"; }
   std::string describe() const override { return "cublas (" + device_name_ + ")"; }
@@ -128,6 +147,8 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   using Base = GpuEngineBase<GpuRecursiveEngine<Schedule>>;
 
  public:
+  // Every dtype: complex leaves through cuBLAS, complex additions as real ones (gpu_kernels.cuh).
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
   GpuRecursiveEngine(const EngineOptions& o, std::string name)
       : Base(o, name),
         name_(std::move(name)),
@@ -135,32 +156,34 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
         lt_(this->device_name_) {}
   std::string name() const override { return name_; }
   std::string describe() const override {
-    std::string lv = this->o_.levels >= 0 ? std::to_string(this->o_.levels)
-                                          : "auto (last call: " + std::to_string(last_levels_) + ")";
-    return name_ + " (levels " + lv + ", tau1 " + std::to_string(this->o_.tau1) + ", tau2 " +
-           std::to_string(this->o_.tau2) + ", " + std::to_string(streams_.size()) + " streams, " +
+    return name_ + " (" + levels_text(this->o_.levels, levels_run_) + ", tau1 " +
+           std::to_string(this->o_.tau1) + ", tau2 " + std::to_string(this->o_.tau2) + ", " +
+           std::to_string(streams_.size()) + " streams, " +
            (this->o_.tuned_leaves ? "tuned" : "cuBLAS's") + " leaf kernels, " + this->device_name_ + ")";
   }
-  double error_growth() const override { return std::pow(12.0, last_levels_); }
+  // From the levels that ran, in any call so far, never from those asked for.
+  double error_growth() const override { return std::pow(12.0, levels_run_); }
+  int levels_run() const override { return levels_run_; }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    int L = levels_for(m, n, k);
-    index_t e = dt == Dtype::f32 ? Recursion<float, Schedule, GpuBackend>::workspace_elems(m, n, k, L, 2)
-                                 : Recursion<double, Schedule, GpuBackend>::workspace_elems(m, n, k, L, 2);
-    return static_cast<std::size_t>(e) * size_of(dt);
+    const int L = levels_for(m, n, k);
+    return dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
 
   template <class T>
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
                   const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
-    last_levels_ = levels_for(m, n, k);
-    DeviceBuffer<T>& arena = this->template arena<T>();
-    arena.reserve(static_cast<std::size_t>(
-        Recursion<T, Schedule, GpuBackend>::workspace_elems(m, n, k, last_levels_, 2)));
+    const int levels = levels_for(m, n, k);
+    arena_.reserve(arena_bytes<T>(m, n, k, levels));
+    // The additions run on the real component type (complex blocks as real ones of twice the
+    // rows), so they take its tuned launch shape.
+    using R = real_t<T>;
+    const index_t real_rows = m / 2 * index_t(sizeof(T) / sizeof(R));
     GpuBackend be{streams_, this->o_.tuned_leaves ? &lt_ : nullptr,
-                  tuned_shape(this->device_name_, std::is_same_v<T, float> ? "f32" : "f64", m / 2)};
-    Recursion<T, Schedule, GpuBackend> r({last_levels_, 2}, arena.get(), be);
+                  tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows)};
+    Recursion<T, Schedule, GpuBackend> r({levels, 2}, reinterpret_cast<T*>(arena_.get()), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
+    levels_run_ = std::max(levels_run_, r.levels_run());
   }
 
  private:
@@ -173,34 +196,42 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     return L;
   }
   template <class T>
-  DeviceBuffer<T>& arena() {
-    if constexpr (std::is_same_v<T, float>) return arena_f_;
-    else return arena_d_;
+  static std::size_t arena_bytes(index_t m, index_t n, index_t k, int levels) {
+    return static_cast<std::size_t>(
+               Recursion<T, Schedule, GpuBackend>::workspace_elems(m, n, k, levels, 2)) * sizeof(T);
   }
   std::string name_;
   StreamSet streams_;
   LtGemm lt_;
-  int last_levels_ = 0;
-  DeviceBuffer<float> arena_f_;
-  DeviceBuffer<double> arena_d_;
+  int levels_run_ = 0;  // the most levels any call has run
+  DeviceBuffer<unsigned char> arena_;  // one workspace for every dtype (cudaMalloc: 256-byte aligned)
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_gpu_tiled_engine(const EngineOptions& o);
+EngineInfo gpu_tiled_engine_info();  // gpu_tiled.cu
 
-std::vector<std::string> gpu_engine_names() {
-  return {"cublas", "gpu-strassen", "gpu-strassen-lowmem", "gpu-winograd", "gpu-tiled"};
+namespace {
+template <class E>
+EngineInfo gpu_recursive_info(std::string name, std::string summary) {
+  EngineInfo e{name, std::move(summary), E::kDtypes, Memory::device,
+               [name](const EngineOptions& o) { return std::make_unique<E>(o, name); }};
+  e.recursive = true;
+  return e;
 }
+}  // namespace
 
-std::unique_ptr<Engine> make_gpu_engine(const std::string& name, const EngineOptions& o) {
-  if (name == "cublas") return std::make_unique<CublasEngine>(o);
-  if (name == "gpu-strassen") return std::make_unique<GpuRecursiveEngine<StrassenSchedule>>(o, name);
-  if (name == "gpu-strassen-lowmem")
-    return std::make_unique<GpuRecursiveEngine<StrassenLowmemSchedule>>(o, name);
-  if (name == "gpu-winograd") return std::make_unique<GpuRecursiveEngine<WinogradSchedule>>(o, name);
-  if (name == "gpu-tiled") return make_gpu_tiled_engine(o);
-  return nullptr;
+std::vector<EngineInfo> gpu_engine_infos() {
+  return {EngineInfo{"cublas", "cuBLAS GEMM on one GPU (host operands staged through pinned memory, copies overlapping compute)",
+                     CublasEngine::kDtypes, Memory::device,
+                     [](const EngineOptions& o) { return std::make_unique<CublasEngine>(o); }},
+          gpu_recursive_info<GpuRecursiveEngine<StrassenSchedule>>(
+              "gpu-strassen", "Strassen on one GPU: cuBLAS leaf products, fused multi-output CUDA addition kernels"),
+          gpu_recursive_info<GpuRecursiveEngine<StrassenLowmemSchedule>>(
+              "gpu-strassen-lowmem", "Strassen with two temporaries per level on one GPU, accumulating into C"),
+          gpu_recursive_info<GpuRecursiveEngine<WinogradSchedule>>(
+              "gpu-winograd", "Strassen-Winograd on one GPU: tuned cuBLASLt leaves on several streams, fused additions"),
+          gpu_tiled_engine_info()};
 }
 
 }  // namespace distmm

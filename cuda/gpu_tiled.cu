@@ -1,7 +1,8 @@
 // `gpu-tiled`: a shared-memory tiled GEMM kernel (seeds 001 and 002): each 16 x 16 thread block
 // computes a 16 x 16 tile of C, staging tiles of op(A) and op(B) through shared memory. Correct
 // for any m, n, k, transposes, alpha and beta; clearly slower than cuBLAS, kept as the baseline
-// the papers start from and for tests.
+// the papers start from and for tests. Real dtypes only (f32, f64): any op other than N is a
+// transpose.
 #include "gpu_engine_base.cuh"
 #include "gpu_engines.hpp"
 
@@ -40,6 +41,7 @@ __global__ void tiled_gemm_kernel(int ta, int tb, long long m, long long n, long
 
 class TiledEngine final : public GpuEngineBase<TiledEngine> {
  public:
+  static constexpr DtypeSet kDtypes = DtypeSet::real();
   explicit TiledEngine(const EngineOptions& o) : GpuEngineBase(o, "gpu-tiled") {}
   std::string name() const override { return "gpu-tiled"; }
   std::string describe() const override { return "gpu-tiled (16x16 shared-memory tiles, " + device_name_ + ")"; }
@@ -49,7 +51,9 @@ class TiledEngine final : public GpuEngineBase<TiledEngine> {
     if (m <= 0 || n <= 0) return;
     dim3 block(kTile, kTile);
     dim3 grid(static_cast<unsigned>((m + kTile - 1) / kTile), static_cast<unsigned>((n + kTile - 1) / kTile));
-    tiled_gemm_kernel<T><<<grid, block, 0, stream()>>>(ta == Op::T, tb == Op::T, m, n, k, alpha, A,
+    static_assert(!is_complex_v<T>, "gpu-tiled is real only (kDtypes)");
+    // (Op::C on a real type is Op::T: every op but N transposes.)
+    tiled_gemm_kernel<T><<<grid, block, 0, stream()>>>(ta != Op::N, tb != Op::N, m, n, k, alpha, A,
                                                        lda, B, ldb, beta, C, ldc);
     cuda_check(cudaGetLastError(), "tiled gemm");
   }
@@ -57,8 +61,10 @@ class TiledEngine final : public GpuEngineBase<TiledEngine> {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_gpu_tiled_engine(const EngineOptions& o) {
-  return std::make_unique<TiledEngine>(o);
+EngineInfo gpu_tiled_engine_info() {
+  return {"gpu-tiled", "16x16 shared-memory tiled CUDA kernel, the baseline of seeds 001 and 002 (slower than cuBLAS)",
+          TiledEngine::kDtypes, Memory::device,
+          [](const EngineOptions& o) { return std::make_unique<TiledEngine>(o); }};
 }
 
 }  // namespace distmm

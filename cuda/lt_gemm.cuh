@@ -3,7 +3,8 @@
 // list, the survivors timed, the best cached per device, dtype and size). cuBLAS's heuristic
 // picks one kernel per shape, which at the leaf sizes of a Strassen recursion (2048-4096) is not
 // always the fastest one the device has. A shape the tuned configuration does not support, or
-// no tuned configuration at all, reports false and the caller uses plain cuBLAS.
+// no tuned configuration at all, reports false and the caller uses plain cuBLAS. Complex
+// products always report false: `distmm tune` times real ones only.
 #pragma once
 #include <cublasLt.h>
 
@@ -14,7 +15,7 @@
 #include <string>
 #include <tuple>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 #include "cuda_util.hpp"
 #include "tuning.hpp"
 
@@ -22,11 +23,13 @@ namespace distmm {
 
 template <class T>
 constexpr cudaDataType lt_type() {
-  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
+  constexpr bool single = std::is_same_v<real_t<T>, float>;
+  if constexpr (is_complex_v<T>) return single ? CUDA_C_32F : CUDA_C_64F;
+  else return single ? CUDA_R_32F : CUDA_R_64F;
 }
 template <class T>
 constexpr cublasComputeType_t lt_compute() {
-  return std::is_same_v<T, float> ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+  return std::is_same_v<real_t<T>, float> ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
 }
 
 struct LtDescDeleter {
@@ -73,8 +76,8 @@ LtPlan lt_plan(cublasLtHandle_t h, const GemmConfig& cfg, Op ta, Op tb, index_t 
   cublasLtMatmulDesc_t d = nullptr;
   cublas_check(cublasLtMatmulDescCreate(&d, lt_compute<T>(), lt_type<T>()), "cublasLtMatmulDescCreate");
   p.desc.reset(d);
-  const cublasOperation_t oa = ta == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const cublasOperation_t ob = tb == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t oa = cublas_op<T>(ta);
+  const cublasOperation_t ob = cublas_op<T>(tb);
   cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof oa);
   cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof ob);
   p.a = ta == Op::N ? lt_layout(lt_type<T>(), m, k, lda) : lt_layout(lt_type<T>(), k, m, lda);
@@ -97,14 +100,28 @@ class LtGemm {
   template <class T>
   bool run(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A,
            index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+    if constexpr (is_complex_v<T>) {
+      (void)stream, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)A, (void)lda;
+      (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+      return false;  // no tuned complex configurations: cuBLAS
+    } else {
+      return run_real<T>(stream, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+  }
+
+ private:
+  template <class T>
+  bool run_real(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
+                const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0 || k <= 0) return false;
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (!aligned(A) || !aligned(B) || !aligned(C)) return false;
-    const auto key = std::make_tuple(int(sizeof(T)), int(ta), int(tb), m, n, k, lda, ldb, ldc);
+    const Op ea = effective_op<T>(ta), eb = effective_op<T>(tb);
+    const auto key = std::make_tuple(int(dtype_of<T>()), int(ea), int(eb), m, n, k, lda, ldb, ldc);
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       const std::optional<GemmConfig> cfg =
-          tuned_gemm(device_, sizeof(T) == 4 ? "f32" : "f64", std::min({m, n, k}));
+          tuned_gemm(device_, DtypeTraits<T>::name, std::min({m, n, k}));
       LtPlan p;
       if (cfg) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
       it = plans_.emplace(key, std::move(p)).first;
@@ -119,7 +136,6 @@ class LtGemm {
     return true;
   }
 
- private:
   std::string device_;
   LtHandle handle_;
   std::map<std::tuple<int, int, int, index_t, index_t, index_t, index_t, index_t, index_t>, LtPlan> plans_;

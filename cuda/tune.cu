@@ -166,6 +166,7 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
     const T one = 1;
     const int reps = static_cast<int>(std::max<long long>(1, 4096 / n * 4096 / n));
     auto cublas_call = [&] {
+      static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
       if constexpr (std::is_same_v<T, float>)
         cublasSgemm(cub.get(), CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A, int(n), B, int(n), &one, C, int(n));
       else
@@ -224,6 +225,16 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
   }
 }
 
+// f(TypeTag<T>{}) for the real types of the dtype list, in its order. Complex types need no
+// tuning of their own: their additions run the real kernels and their leaf products cuBLAS.
+template <class F>
+void for_each_real_dtype(F&& f) {
+  for (Dtype d : kAllDtypes)
+    dispatch(d, [&](auto tag) {
+      if constexpr (!is_complex_v<typename decltype(tag)::type>) f(tag);
+    });
+}
+
 }  // namespace
 
 int tune_command(const TuneOptions& o, std::ostream& os) {
@@ -236,10 +247,14 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   const std::string file = o.file.empty() ? tuning_file_path() : o.file;
   os << "tuning the addition kernels on " << prop.name << " (" << prop.multiProcessorCount
      << " SMs, " << prop.maxThreadsPerMultiProcessor << " threads/SM)\n";
-  tune_dtype<float>(prop, file, "f32", os);
-  tune_dtype<double>(prop, file, "f64", os);
-  tune_gemm<float>(prop, file, "f32", os);
-  tune_gemm<double>(prop, file, "f64", os);
+  for_each_real_dtype([&](auto tag) {
+    using T = typename decltype(tag)::type;
+    tune_dtype<T>(prop, file, DtypeTraits<T>::name, os);
+  });
+  for_each_real_dtype([&](auto tag) {
+    using T = typename decltype(tag)::type;
+    tune_gemm<T>(prop, file, DtypeTraits<T>::name, os);
+  });
   os << "written to " << file << "\n";
   return 0;
 }

@@ -6,8 +6,13 @@
 #include <memory>
 #include <string>
 
+#include <optional>
+#include <string_view>
+#include <vector>
+
 #include "../node/engine.hpp"
-#include "../src/matrix.hpp"
+#include "../node/strassen_formulas.hpp"
+#include "../src/core/matrix.hpp"
 #include "comm.hpp"
 #include "partition.hpp"
 
@@ -17,15 +22,40 @@ struct GemmShape {
   index_t m = 0, n = 0, k = 0;
 };
 
+// The distributed algorithms (`--algo`); automatic picks among the classical ones.
+enum class Algorithm { automatic, summa, cannon, dns, scalapack, caps };
+const char* to_string(Algorithm a);                      // "summa", ..., "auto"
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+
+// CAPS's steps from the top of the recursion: BFS (7 groups in parallel) or DFS (in turn).
+enum class CapsStep : char { bfs = 'B', dfs = 'D' };
+using CapsSteps = std::vector<CapsStep>;
+std::string to_string(const CapsSteps& steps);  // "DBB"
+std::optional<CapsSteps> parse_caps_steps(std::string_view text);
+
 struct AlgoOptions {
   index_t panel = 0;          // SUMMA panel width (0 = automatic)
   int grid_rows = 0;          // SUMMA/ScaLAPACK grid rows (0 = automatic)
   index_t scalapack_nb = 256; // ScaLAPACK block size
-  std::string caps_steps;     // CAPS: "BBD" etc., empty = automatic
-  std::string formula = "strassen";  // CAPS: strassen | winograd
+  std::optional<CapsSteps> caps_steps;  // CAPS: none = chosen from the memory limit
+  const BilinearFormula* formula = &kStrassenFormula;  // CAPS: the seven products
   std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
   const Engine* engine = nullptr;  // CAPS: the local engine, for its memory estimate
   Dtype dtype = Dtype::f64;
+};
+
+// One rank's local blocks of A, B and C with their element type as a value.
+struct LocalBlock {
+  const void* data;
+  index_t rows, cols, ld;
+};
+struct MultiplyCall {
+  Dtype dtype;
+  const void* alpha;
+  LocalBlock A, B;
+  const void* beta;
+  void* C;
+  index_t c_rows, c_cols, ldc;
 };
 
 // Words and messages per rank under comm.hpp's counting convention, exact for this layout.
@@ -41,11 +71,19 @@ class DistAlgorithm {
   virtual const Piece& piece_a() const = 0;
   virtual const Piece& piece_b() const = 0;
   virtual const Piece& piece_c() const = 0;
-  // C = alpha A B + beta C on the local pieces.
-  virtual void multiply(Engine& e, float alpha, const Matrix<float>& A, const Matrix<float>& B,
-                        float beta, Matrix<float>& C) = 0;
-  virtual void multiply(Engine& e, double alpha, const Matrix<double>& A, const Matrix<double>& B,
-                        double beta, Matrix<double>& C) = 0;
+  // C = alpha A B + beta C on the local pieces (piece_a(), piece_b(), piece_c()).
+  template <class T>
+  void multiply(Engine& e, nondeduced_t<T> alpha, MatrixView<const T> A, MatrixView<const T> B,
+                nondeduced_t<T> beta, MatrixView<T> C) {
+    multiply_call(e, {dtype_of<T>(), &alpha, {A.data, A.rows, A.cols, A.ld},
+                      {B.data, B.rows, B.cols, B.ld}, &beta, C.data, C.rows, C.cols, C.ld});
+  }
+  template <class T>
+  void multiply(Engine& e, nondeduced_t<T> alpha, const Matrix<T>& A, const Matrix<T>& B,
+                nondeduced_t<T> beta, Matrix<T>& C) {
+    multiply<T>(e, alpha, A.view(), B.view(), beta, C.view());
+  }
+  virtual void multiply_call(Engine& e, const MultiplyCall& call) = 0;
   // Peak bytes this rank holds during multiply(), inputs and outputs included.
   virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
   virtual CommEstimate analytic() const = 0;
@@ -71,16 +109,20 @@ class DistAlgorithm {
   std::function<void(int, int)> progress_;
 };
 
+// Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype).
 template <class Derived>
 class AlgorithmBase : public DistAlgorithm {
  public:
-  void multiply(Engine& e, float alpha, const Matrix<float>& A, const Matrix<float>& B, float beta,
-                Matrix<float>& C) override {
-    static_cast<Derived*>(this)->template run<float>(e, alpha, A, B, beta, C);
-  }
-  void multiply(Engine& e, double alpha, const Matrix<double>& A, const Matrix<double>& B,
-                double beta, Matrix<double>& C) override {
-    static_cast<Derived*>(this)->template run<double>(e, alpha, A, B, beta, C);
+  void multiply_call(Engine& e, const MultiplyCall& c) override {
+    dispatch(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      auto view = [](const LocalBlock& b) {
+        return MatrixView<const T>{static_cast<const T*>(b.data), b.rows, b.cols, b.ld};
+      };
+      static_cast<Derived*>(this)->template run<T>(
+          e, *static_cast<const T*>(c.alpha), view(c.A), view(c.B), *static_cast<const T*>(c.beta),
+          MatrixView<T>{static_cast<T*>(c.C), c.c_rows, c.c_cols, c.ldc});
+    });
   }
 };
 
@@ -102,7 +144,7 @@ struct EstimateAccumulator {
 
 std::vector<std::string> algorithm_names();  // including "auto"
 // Throws UsageError when the world's rank count does not fit, naming the valid counts.
-std::unique_ptr<DistAlgorithm> make_algorithm(const std::string& name, const Comm& world,
-                                              GemmShape shape, const AlgoOptions& opts);
+std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,
+                                              const AlgoOptions& opts);
 
 }  // namespace distmm

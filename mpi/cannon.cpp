@@ -54,7 +54,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
   }
 
   template <class T>
-  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kmax = pk_.max_size();
     const Comm& c = grid_.comm();
@@ -66,23 +66,23 @@ class Cannon final : public AlgorithmBase<Cannon> {
 
     // Initial skew: A(i, j) -> (i, j - i), B(i, j) -> (i - j, j).
     int l = (i + j) % q_;
-    const T* cur_a = A.data();
-    const T* cur_b = B.data();
+    const T* cur_a = A.data;
+    const T* cur_b = B.data;
     {
       Requests rq;
       if (i % q_) {
         c.irecv(abuf[0].data(), mi * pk_.size(l), at(i, j + i), 1, rq);
-        c.isend(A.data(), mi * pk_.size(j), at(i, j - i), 1, rq);
+        c.isend(A.data, mi * pk_.size(j), at(i, j - i), 1, rq);
         cur_a = abuf[0].data();
       }
       if (j % q_) {
         c.irecv(bbuf[0].data(), pk_.size(l) * nj, at(i + j, j), 2, rq);
-        c.isend(B.data(), pk_.size(i) * nj, at(i - j, j), 2, rq);
+        c.isend(B.data, pk_.size(i) * nj, at(i - j, j), 2, rq);
         cur_b = bbuf[0].data();
       }
     }
 
-    HeldOutput<T> held(e, C.data(), mi, nj, C.ld());  // C may stay on a GPU across the steps
+    HeldOutput<T> held(e, C.data, mi, nj, C.ld);  // C may stay on a GPU across the steps
     for (int s = 0; s < q_; ++s) {
       l = (i + j + s) % q_;
       const index_t kl = pk_.size(l);
@@ -97,7 +97,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
         c.isend(cur_b, kl * nj, at(i - 1, j), 4, rq);
       }
       gemm_with_progress<T>(e, mi, nj, kl, alpha, cur_a, std::max<index_t>(mi, 1), cur_b,
-                            std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data(), C.ld(),
+                            std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data, C.ld,
                             s + 1 < q_ ? &rq : nullptr);
       rq.wait_all();
       step_done(s + 1, q_);

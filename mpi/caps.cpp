@@ -23,25 +23,11 @@
 #include "caps.hpp"
 #include "grid.hpp"
 #include "../node/fused.hpp"
-#include "../src/system.hpp"
+#include "../node/strassen_formulas.hpp"
+#include "../src/core/system.hpp"
 
 namespace distmm {
 namespace {
-
-// Coefficients of product j over the quadrants (11, 12, 21, 22) of A and of B, and of its
-// contribution to the quadrants of C.
-struct Formula {
-  double a[7][4], b[7][4], c[7][4];
-};
-constexpr Formula kStrassen = {
-    {{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 0, 0, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}},
-    {{1, 0, 0, 1}, {1, 0, 0, 0}, {0, 1, 0, -1}, {-1, 0, 1, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}},
-    {{1, 0, 0, 1}, {0, 0, 1, -1}, {0, 1, 0, 1}, {1, 0, 1, 0}, {-1, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 0, 0}}};
-// Winograd's variant with its chained sums written out (S4 = A11 + A12 - A21 - A22, ...).
-constexpr Formula kWinograd = {
-    {{1, 0, 0, 0}, {0, 1, 0, 0}, {1, 1, -1, -1}, {0, 0, 0, 1}, {0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}},
-    {{1, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}, {1, -1, -1, 1}, {-1, 1, 0, 0}, {1, -1, 0, 1}, {0, -1, 0, 1}},
-    {{1, 1, 1, 1}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, -1, 0}, {0, 1, 0, 1}, {0, 1, 1, 1}, {0, 0, 1, 1}}};
 
 index_t chunk_begin(index_t b, int c, int P) { return b * c / P; }
 index_t chunk_width(index_t b, int c, int P) { return chunk_begin(b, c + 1, P) - chunk_begin(b, c, P); }
@@ -64,10 +50,8 @@ struct Stage {
 
 class Caps final : public AlgorithmBase<Caps> {
  public:
-  Caps(const Comm& world, GemmShape s, int mfac, int k7, std::string steps, const Formula& f,
-       std::string formula)
-      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), formula_(std::move(formula)),
-        world_(world.dup()) {
+  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f)
+      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank()};
@@ -77,8 +61,8 @@ class Caps final : public AlgorithmBase<Caps> {
     // Communicators of every BFS level, made once (collective, so every rank builds the same).
     Stage st = top_;
     const Comm* cur = &world_;
-    for (char c : steps_) {
-      if (c == 'B') {
+    for (CapsStep c : steps_) {
+      if (c == CapsStep::bfs) {
         int q = cur->rank();
         peers_.push_back(cur->split(q / 7, q % 7));
         groups_.push_back(cur->split(q % 7, q / 7));
@@ -94,7 +78,7 @@ class Caps final : public AlgorithmBase<Caps> {
   std::string name() const override { return "caps"; }
   std::string layout() const override {
     return "P = " + std::to_string(m_) + " * 7^" + std::to_string(k7_) + ", steps " +
-           (steps_.empty() ? "(none)" : steps_) + ", " + formula_ + ", padded to " +
+           (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name + ", padded to " +
            std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
   }
   const Piece& piece_a() const override { return pa_; }
@@ -104,7 +88,7 @@ class Caps final : public AlgorithmBase<Caps> {
   double error_growth() const override { return std::pow(12.0, double(steps_.size())); }
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
-    return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * size_of(dt));
+    return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * double(size_of(dt)));
   }
 
   CommEstimate analytic() const override {
@@ -120,17 +104,18 @@ class Caps final : public AlgorithmBase<Caps> {
   }
 
   template <class T>
-  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     auto a = buffer<T>(top_.a_len()), b = buffer<T>(top_.b_len()), c = buffer<T>(top_.c_len());
     pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.get());
     pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.get());
     recurse<T>(e, top_, 0, world_, a.get(), b.get(), c.get());
     step_done(1, 1);
     // C = alpha (AB) + beta C on the user's piece.
-    Matrix<T> d(C.rows(), C.cols());
+    Matrix<T> d(C.rows, C.cols);
     unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
-    for (index_t t = 0; t < C.size(); ++t)
-      C.data()[t] = alpha * d.data()[t] + (beta == T(0) ? T(0) : beta * C.data()[t]);
+    for (index_t j = 0; j < C.cols; ++j)
+      for (index_t i = 0; i < C.rows; ++i)
+        C(i, j) = alpha * d(i, j) + (beta == T(0) ? T(0) : beta * C(i, j));
   }
 
  private:
@@ -158,7 +143,7 @@ class Caps final : public AlgorithmBase<Caps> {
 
   // Between the user's piece (rows x runs) and the Z-ordered, zero-padded leaf chunks.
   template <class T>
-  void pack(const Matrix<T>& M, index_t rows, index_t cols, index_t lr, index_t lc, T* out) const {
+  void pack(MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out) const {
     const int S = top_.steps;
     const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
     const index_t blk = lr * w;
@@ -172,7 +157,7 @@ class Caps final : public AlgorithmBase<Caps> {
           index_t r0 = bi * lr, nr = std::min(lr, rows - r0);
           if (nr <= 0) continue;
           T* dst = out + z_index(bi, bj, S) * blk + j * lr;
-          std::memcpy(dst, M.data() + r0 + local_col * M.ld(), sizeof(T) * nr);
+          std::memcpy(dst, M.data + r0 + local_col * M.ld, sizeof(T) * nr);
         }
         ++local_col;
       }
@@ -200,7 +185,7 @@ class Caps final : public AlgorithmBase<Caps> {
   // Local sums of quadrants: out_j = sum_q coef[j][q] x_q for all seven products in one pass
   // (only = -1), or for product `only` alone (DFS).
   template <class T>
-  static void form_sums(const T* x, index_t quarter, const double (&coef)[7][4], T* out,
+  static void form_sums(const T* x, index_t quarter, const int (&coef)[7][4], T* out,
                         int only = -1) {
     std::array<ConstBlock<T>, 4> in;
     for (int q = 0; q < 4; ++q) in[q] = {x + q * quarter, quarter};
@@ -220,7 +205,7 @@ class Caps final : public AlgorithmBase<Caps> {
   }
   // C_q = sum_j coef[j][q] M_j for the four quadrants, in one pass over the seven products.
   template <class T>
-  static void combine(const T* M, index_t quarter, const double (&coef)[7][4], T* c) {
+  static void combine(const T* M, index_t quarter, const int (&coef)[7][4], T* c) {
     std::array<ConstBlock<T>, 7> in;
     for (int j = 0; j < 7; ++j) in[j] = {M + j * quarter, quarter};
     std::array<MutBlock<T>, 4> o;
@@ -236,9 +221,9 @@ class Caps final : public AlgorithmBase<Caps> {
   void recurse(Engine& e, const Stage& st, int depth, const Comm& comm, const T* a, const T* b,
                T* c) {
     if (st.steps == 0) return leaf<T>(e, st, a, b, c);
-    const Stage ch = steps_[depth] == 'B' ? st.child_bfs() : st.child_dfs();
+    const Stage ch = steps_[depth] == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
-    if (steps_[depth] == 'D') {
+    if (steps_[depth] == CapsStep::dfs) {
       auto s = buffer<T>(qa), t = buffer<T>(qb), mprod = buffer<T>(qc);
       std::fill(c, c + st.c_len(), T(0));
       for (int j = 0; j < 7; ++j) {
@@ -286,7 +271,7 @@ class Caps final : public AlgorithmBase<Caps> {
 
   int bfs_level(int depth) const {
     int b = 0;
-    for (int d = 0; d < depth; ++d) b += steps_[d] == 'B';
+    for (int d = 0; d < depth; ++d) b += steps_[d] == CapsStep::bfs;
     return b;
   }
 
@@ -378,7 +363,7 @@ class Caps final : public AlgorithmBase<Caps> {
       }
       return;
     }
-    if (steps_[depth] == 'D') {
+    if (steps_[depth] == CapsStep::dfs) {
       words(st.child_dfs(), depth + 1, 7 * mult, w, msgs);
       return;
     }
@@ -394,9 +379,8 @@ class Caps final : public AlgorithmBase<Caps> {
 
   GemmShape s_;
   int m_, k7_;
-  std::string steps_;
-  Formula f_;
-  std::string formula_;
+  CapsSteps steps_;
+  BilinearFormula f_;
   Comm world_;
   Stage top_{};
   Piece pa_, pb_, pc_;
@@ -406,16 +390,16 @@ class Caps final : public AlgorithmBase<Caps> {
 
 }  // namespace
 
-double caps_peak_words(GemmShape s, int P, const std::string& steps, const Engine& e, Dtype dt) {
+double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine& e, Dtype dt) {
   const int S = static_cast<int>(steps.size());
   auto pad = [&](index_t x) { return double(((x + (index_t(1) << S) - 1) >> S) << S); };
   double m = pad(s.m), n = pad(s.n), k = pad(s.k);
   // Inputs and output in the user's layout and in the padded buffers, then per step the largest
   // live set (a ceiling: chunk widths rounded up).
   double live = 2 * (m * k + k * n + m * n) / P, peak = live, Pc = P;
-  for (char c : steps) {
+  for (CapsStep c : steps) {
     double qa = m * k / 4 / Pc, qb = k * n / 4 / Pc, qc = m * n / 4 / Pc;
-    if (c == 'D') {
+    if (c == CapsStep::dfs) {
       live += qa + qb + qc;
     } else {
       // seven sums of each, their exchange buffers, the subproblem, and seven products back
@@ -450,21 +434,14 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
                      ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
                      " ranks, or --algo summa");
   }
-  const Formula* f = nullptr;
-  if (o.formula == "strassen") f = &kStrassen;
-  else if (o.formula == "winograd") f = &kWinograd;
-  else throw UsageError("unknown --formula '" + o.formula + "': use strassen or winograd");
-
-  std::string steps = o.caps_steps;
-  if (!steps.empty()) {
+  CapsSteps steps;
+  if (o.caps_steps) {
+    steps = *o.caps_steps;
     int b = 0;
-    for (char c : steps) {
-      if (c != 'B' && c != 'D')
-        throw UsageError("--caps-steps '" + steps + "' may hold only B (BFS) and D (DFS) steps");
-      b += c == 'B';
-    }
+    for (CapsStep c : steps) b += c == CapsStep::bfs;
+    const std::string text = to_string(steps);
     if (b != k7)
-      throw UsageError("--caps-steps '" + steps + "' has " + std::to_string(b) + " BFS steps but " +
+      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but " +
                        std::to_string(P) + " ranks = " + std::to_string(m) + " * 7^" +
                        std::to_string(k7) + " need exactly " + std::to_string(k7));
     if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
@@ -473,11 +450,12 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // subproblem 4x before the memory-hungry BFS steps) until the estimate fits.
     std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size());
     for (int d = 0; d <= 8; ++d) {
-      steps = std::string(d, 'D') + std::string(k7, 'B');
-      if (!engine || caps_peak_words(s, P, steps, *engine, dt) * size_of(dt) <= double(limit)) break;
+      steps.assign(d, CapsStep::dfs);
+      steps.insert(steps.end(), k7, CapsStep::bfs);
+      if (!engine || caps_peak_words(s, P, steps, *engine, dt) * double(size_of(dt)) <= double(limit)) break;
     }
   }
-  return std::make_unique<Caps>(world, s, m, k7, steps, *f, o.formula);
+  return std::make_unique<Caps>(world, s, m, k7, std::move(steps), *o.formula);
 }
 
 }  // namespace distmm

@@ -3,5 +3,5 @@
 
 namespace distmm {
 // Peak words per rank of a CAPS step sequence (caps.cpp): the automatic choice and the report.
-double caps_peak_words(GemmShape s, int P, const std::string& steps, const Engine& e, Dtype dt);
+double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine& e, Dtype dt);
 }  // namespace distmm

@@ -32,6 +32,25 @@ bool Comm::any(bool flag) const {
   return v != 0;
 }
 
+void Comm::agree(std::string error) const {
+  long long len = static_cast<long long>(error.size());
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, c_);
+  error.resize(static_cast<std::size_t>(len));
+  if (len) MPI_Bcast(error.data(), static_cast<int>(len), MPI_CHAR, 0, c_);
+  if (!error.empty()) throw UsageError(error);
+}
+
+std::string Comm::first_error(const std::string& mine) const {
+  int who = mine.empty() ? size_ : rank_;
+  MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, c_);
+  if (who == size_) return "";
+  long long len = rank_ == who ? static_cast<long long>(mine.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_LONG_LONG, who, c_);
+  std::string msg = rank_ == who ? mine : std::string(static_cast<std::size_t>(len), ' ');
+  MPI_Bcast(msg.data(), static_cast<int>(len), MPI_CHAR, who, c_);
+  return msg;
+}
+
 namespace {
 std::pair<int, int> node_local() {
   static std::pair<int, int> cached{-1, -1};

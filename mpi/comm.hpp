@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 
@@ -25,11 +25,18 @@ struct CommCounters {
 };
 CommCounters& comm_counters();  // this process's counters
 
+// MPI datatypes: the element types from the dtype list (src/core/dtype.hpp), plus the
+// integers that bookkeeping sends.
 template <class T> MPI_Datatype mpi_type();
-template <> inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <> inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+#define DISTMM_MPI_TYPE(NAME, TYPE, REAL, LETTER, DESCR, MPI, NCCL) \
+  template <> inline MPI_Datatype mpi_type<TYPE>() { return MPI; }
+DISTMM_DTYPES(DISTMM_MPI_TYPE)
+#undef DISTMM_MPI_TYPE
 template <> inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
 template <> inline MPI_Datatype mpi_type<int>() { return MPI_INT; }
+inline MPI_Datatype mpi_type(Dtype d) {
+  return dispatch(d, [](auto tag) { return mpi_type<typename decltype(tag)::type>(); });
+}
 
 // MPI counts are int: a larger message is a user-facing limit, not a crash.
 int mpi_count(index_t n);
@@ -145,6 +152,12 @@ class Comm {
   }
   // True on every rank when `flag` is true on any rank: ranks agree before leaving together.
   bool any(bool flag) const;
+  // Rank 0's verdict on something only it checked (a file, a path), shared: when `error` is
+  // non-empty on rank 0, every rank throws UsageError(error), so all leave together.
+  void agree(std::string error) const;
+  // Collective: the message of the lowest rank whose `mine` is non-empty (empty on every rank
+  // when none failed), so every rank sees the same first failure.
+  std::string first_error(const std::string& mine) const;
 
  private:
   static void count_send(index_t n) {

@@ -101,10 +101,10 @@ void scatter_from_root(const Matrix<T>& whole, DistMatrix<T>& M, const Comm& com
   });
 }
 
-template void scatter_from_root(const Matrix<float>&, DistMatrix<float>&, const Comm&, int);
-template void scatter_from_root(const Matrix<double>&, DistMatrix<double>&, const Comm&, int);
-
-template Matrix<float> gather_to_root(const DistMatrix<float>&, const Comm&, int);
-template Matrix<double> gather_to_root(const DistMatrix<double>&, const Comm&, int);
+#define DISTMM_DISTRIBUTION(T)                                                         \
+  template void scatter_from_root(const Matrix<T>&, DistMatrix<T>&, const Comm&, int); \
+  template Matrix<T> gather_to_root(const DistMatrix<T>&, const Comm&, int);
+DISTMM_FOR_EACH_TYPE(DISTMM_DISTRIBUTION)
+#undef DISTMM_DISTRIBUTION
 
 }  // namespace distmm

@@ -2,8 +2,8 @@
 #pragma once
 #include <cstdint>
 
-#include "../src/matrix.hpp"
-#include "../src/random.hpp"
+#include "../src/core/matrix.hpp"
+#include "../src/core/random.hpp"
 #include "comm.hpp"
 #include "partition.hpp"
 

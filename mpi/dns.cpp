@@ -55,7 +55,7 @@ class Dns final : public AlgorithmBase<Dns> {
   }
 
   template <class T>
-  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
     Matrix<T> a(mi, kl), b(kl, nj);
@@ -64,13 +64,13 @@ class Dns final : public AlgorithmBase<Dns> {
     {
       Requests rq;
       if (l == 0) {
-        if (j != 0) depth_.isend(A.data(), A.size(), j, 1, rq);
-        if (i != 0) depth_.isend(B.data(), B.size(), i, 2, rq);
+        if (j != 0) depth_.isend(A.data, A.size(), j, 1, rq);
+        if (i != 0) depth_.isend(B.data, B.size(), i, 2, rq);
       }
       if (l == j && l != 0) depth_.irecv(a.data(), a.size(), 0, 1, rq);
       if (l == i && l != 0) depth_.irecv(b.data(), b.size(), 0, 2, rq);
-      if (l == 0 && j == 0) std::copy(A.data(), A.data() + A.size(), a.data());
-      if (l == 0 && i == 0) std::copy(B.data(), B.data() + B.size(), b.data());
+      if (l == 0 && j == 0) std::copy(A.data, A.data + A.size(), a.data());
+      if (l == 0 && i == 0) std::copy(B.data, B.data + B.size(), b.data());
     }
     step_done(1, 3);
     // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
@@ -82,9 +82,9 @@ class Dns final : public AlgorithmBase<Dns> {
     step_done(2, 3);
     // 3. Multiply, and sum the q partial products onto the base plane.
     if (l == 0) {
-      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C.data(),
-             C.ld());
-      depth_.reduce_sum(C.data(), C.data(), C.size(), 0);
+      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C.data,
+             C.ld);
+      depth_.reduce_sum(C.data, C.data, C.size(), 0);
     } else {
       Matrix<T> partial(mi, nj);
       e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), T(0),

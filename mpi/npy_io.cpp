@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -20,15 +22,6 @@ std::string base_name(const std::string& p) {
 std::string dir_name(const std::string& p) {
   auto s = p.find_last_of('/');
   return s == std::string::npos ? "." : (s == 0 ? "/" : p.substr(0, s));
-}
-
-// Rank 0's verdict, shared: ok, or the message every rank throws.
-void agree(const Comm& comm, std::string& error) {
-  long long len = static_cast<long long>(error.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm.get());
-  error.resize(static_cast<std::size_t>(len));
-  if (len) MPI_Bcast(error.data(), static_cast<int>(len), MPI_CHAR, 0, comm.get());
-  if (!error.empty()) throw UsageError(error);
 }
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
@@ -120,19 +113,20 @@ NpyInfo npy_inspect(const std::string& path, const Comm& comm) {
       error = path + ": " + e.what();
     }
   }
-  agree(comm, error);
+  comm.agree(error);
   long long v[5] = {info.rows, info.cols, info.fortran_order, static_cast<long long>(info.data_offset),
-                    info.dtype == Dtype::f32 ? 4 : 8};
+                    static_cast<long long>(info.dtype)};
   MPI_Bcast(v, 5, MPI_LONG_LONG, 0, comm.get());
   info.path = path;
   info.rows = v[0], info.cols = v[1], info.fortran_order = v[2] != 0;
   info.data_offset = static_cast<std::size_t>(v[3]);
-  info.dtype = v[4] == 4 ? Dtype::f32 : Dtype::f64;
+  info.dtype = static_cast<Dtype>(v[4]);
   return info;
 }
 
 template <class T>
-void npy_read_piece(const NpyInfo& info, bool transposed, DistMatrix<T>& M, const Comm& comm) {
+void npy_read_piece(const NpyInfo& info, Op op, DistMatrix<T>& M, const Comm& comm) {
+  const bool transposed = op != Op::N, conjugated = op == Op::C && is_complex_v<T>;
   // The stored block this rank reads: the piece itself, or its transpose.
   const std::vector<Run>& srows = transposed ? M.piece.col_runs : M.piece.row_runs;
   const std::vector<Run>& scols = transposed ? M.piece.row_runs : M.piece.col_runs;
@@ -166,12 +160,12 @@ void npy_read_piece(const NpyInfo& info, bool transposed, DistMatrix<T>& M, cons
     return info.fortran_order ? buf[i + j * nr] : buf[i * nc + j];
   };
   for (index_t j = 0; j < M.local.cols(); ++j)
-    for (index_t i = 0; i < M.local.rows(); ++i)
-      M.local(i, j) = transposed ? stored(j, i) : stored(i, j);
+    for (index_t i = 0; i < M.local.rows(); ++i) {
+      const T v = transposed ? stored(j, i) : stored(i, j);
+      if constexpr (is_complex_v<T>) M.local(i, j) = conjugated ? std::conj(v) : v;
+      else M.local(i, j) = v;
+    }
 }
-
-template void npy_read_piece(const NpyInfo&, bool, DistMatrix<float>&, const Comm&);
-template void npy_read_piece(const NpyInfo&, bool, DistMatrix<double>&, const Comm&);
 
 NpyOutput::NpyOutput(std::string path, const Comm& comm) : path_(std::move(path)), comm_(comm) {
   std::string error;
@@ -187,13 +181,53 @@ NpyOutput::NpyOutput(std::string path, const Comm& comm) : path_(std::move(path)
       error = path_ + ": is a directory: give a file name for --out";
     std::snprintf(tmp, sizeof tmp, ".tmp.%d.%ld", static_cast<int>(getpid()), static_cast<long>(time(nullptr)));
   }
-  agree(comm, error);
+  comm.agree(error);
   MPI_Bcast(tmp, sizeof tmp, MPI_CHAR, 0, comm.get());
   tmp_ = dir_name(path_) + "/." + base_name(path_) + tmp;
 }
 
+namespace {
+// The temporary output of this process, removed by SIGINT and SIGTERM (async-signal-safe:
+// unlink on a path prepared beforehand), so that an interrupted run leaves no stray file.
+char pending_tmp[4096];
+struct sigaction previous_int, previous_term;
+extern "C" void remove_pending_output(int sig) {
+  if (pending_tmp[0]) ::unlink(pending_tmp);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+void guard_pending(const std::string& tmp) {
+  std::snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp.c_str());
+  struct sigaction sa {};
+  sa.sa_handler = remove_pending_output;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &previous_int);
+  sigaction(SIGTERM, &sa, &previous_term);
+}
+void unguard_pending() {
+  if (!pending_tmp[0]) return;
+  sigaction(SIGINT, &previous_int, nullptr);
+  sigaction(SIGTERM, &previous_term, nullptr);
+  pending_tmp[0] = 0;
+}
+
+// What an MPI-IO error means, for the message (ENOSPC, EDQUOT, EIO, EFBIG and others).
+std::string io_cause(int rc) {
+  int cls = MPI_ERR_OTHER;
+  MPI_Error_class(rc, &cls);
+  if (cls == MPI_ERR_NO_SPACE) return "no space left on the device";
+  if (cls == MPI_ERR_QUOTA) return "disk quota exceeded";
+  if (cls == MPI_ERR_IO) return "I/O error (or the file grew beyond what the file system allows)";
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+}  // namespace
+
 NpyOutput::~NpyOutput() {
-  if (!committed_ && written_ && comm_.rank() == 0) ::unlink(tmp_.c_str());
+  if (!committed_ && written_) ::unlink(tmp_.c_str());  // every rank: the same path, harmless twice
+  unguard_pending();
 }
 
 template <class T>
@@ -205,26 +239,62 @@ void NpyOutput::write(const DistMatrix<T>& M) {
       for (index_t j = c.global; j < c.global + c.length; ++j)
         for (const Run& r : M.piece.row_runs) seg.push_back({j * M.rows + r.global, r.length});
   FileView view(mpi_type<T>(), seg);
-  MpiFile f;
+  guard_pending(tmp_);
   written_ = true;
+  MpiFile f;
   int rc = MPI_File_open(comm_.get(), tmp_.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f.fh);
-  if (comm_.any(rc != MPI_SUCCESS)) throw UsageError(path_ + ": cannot create the output file");
-  int ok = 1;
+  std::string err = comm_.first_error(rc == MPI_SUCCESS ? "" : path_ + ": cannot create the output: " + io_cause(rc));
+  if (!err.empty()) throw OutputError(err);
+  // Every write's count is checked, then the file is closed, synced and its size compared
+  // with what the header promises: a full disk shows up as one of these, never as a short file.
+  std::string mine;
   if (comm_.rank() == 0) {
     MPI_Status st;
-    ok = MPI_File_write_at(f.fh, 0, header.data(), static_cast<int>(header.size()), MPI_CHAR, &st) == MPI_SUCCESS;
+    rc = MPI_File_write_at(f.fh, 0, header.data(), static_cast<int>(header.size()), MPI_CHAR, &st);
+    int got = 0;
+    if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_CHAR, &got);
+    if (rc != MPI_SUCCESS) mine = io_cause(rc);
+    else if (got != static_cast<int>(header.size())) mine = "short write (no space left on the device?)";
   }
   MPI_File_set_view(f.fh, static_cast<MPI_Offset>(header.size()), mpi_type<T>(), view.get(), "native",
                     MPI_INFO_NULL);
+  const int want = mpi_count(M.piece.empty() ? 0 : M.local.size());
   MPI_Status st;
-  rc = MPI_File_write_all(f.fh, M.local.data(), mpi_count(M.piece.empty() ? 0 : M.local.size()),
-                          mpi_type<T>(), &st);
-  ok = ok && rc == MPI_SUCCESS && MPI_File_sync(f.fh) == MPI_SUCCESS;
-  if (comm_.any(!ok)) throw UsageError(path_ + ": writing the output failed (disk full?)");
+  rc = MPI_File_write_all(f.fh, M.local.data(), want, mpi_type<T>(), &st);
+  int got = 0;
+  if (rc == MPI_SUCCESS) MPI_Get_count(&st, mpi_type<T>(), &got);
+  if (mine.empty() && rc != MPI_SUCCESS) mine = io_cause(rc);
+  else if (mine.empty() && got != want) mine = "short write (no space left on the device?)";
+  rc = MPI_File_sync(f.fh);
+  if (mine.empty() && rc != MPI_SUCCESS) mine = io_cause(rc);
+  rc = MPI_File_close(&f.fh);
+  if (mine.empty() && rc != MPI_SUCCESS) mine = io_cause(rc);
+  if (comm_.rank() == 0 && mine.empty()) {
+    // The kernel may report a full disk only at fsync, and the size must be what was promised.
+    const double expect = double(header.size()) + double(M.rows) * double(M.cols) * sizeof(T);
+    int fd = ::open(tmp_.c_str(), O_RDONLY);
+    struct stat fs;
+    if (fd < 0) mine = std::string("cannot reopen the written file: ") + std::strerror(errno);
+    else if (::fsync(fd) != 0) mine = std::strerror(errno);
+    else if (fstat(fd, &fs) != 0 || double(fs.st_size) != expect) {
+      struct statvfs vfs;
+      const bool full = fstatvfs(fd, &vfs) == 0 && double(vfs.f_bavail) * vfs.f_frsize < expect - double(fs.st_size);
+      mine = std::string(full ? "no space left on the device" : "short write") + " (the file has " +
+             std::to_string(static_cast<long long>(fs.st_size)) + " of its " +
+             std::to_string(static_cast<long long>(expect)) + " bytes)";
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  err = comm_.first_error(mine.empty() ? "" : path_ + ": writing the output failed: " + mine +
+                                                  "; nothing was written to " + path_);
+  if (!err.empty()) throw OutputError(err);
 }
 
-template void NpyOutput::write(const DistMatrix<float>&);
-template void NpyOutput::write(const DistMatrix<double>&);
+#define DISTMM_NPY_IO(T)                                                          \
+  template void npy_read_piece(const NpyInfo&, Op, DistMatrix<T>&, const Comm&); \
+  template void NpyOutput::write(const DistMatrix<T>&);
+DISTMM_FOR_EACH_TYPE(DISTMM_NPY_IO)
+#undef DISTMM_NPY_IO
 
 void NpyOutput::commit() {
   std::string error;
@@ -234,8 +304,9 @@ void NpyOutput::commit() {
     int dfd = ::open(dir_name(path_).c_str(), O_RDONLY);
     if (dfd >= 0) fsync(dfd), ::close(dfd);
   }
-  agree(comm_, error);
-  committed_ = true;
+  committed_ = error.empty();
+  comm_.agree(error);
+  unguard_pending();
 }
 
 }  // namespace distmm

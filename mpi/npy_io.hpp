@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "../src/npy.hpp"
+#include "../src/core/npy.hpp"
 #include "distribution.hpp"
 
 namespace distmm {
@@ -21,10 +21,11 @@ struct NpyInfo {
 // or all throw the same UsageError ("A.npy: ...").
 NpyInfo npy_inspect(const std::string& path, const Comm& comm);
 
-// Fills M's piece from the file; with `transposed`, M is the transpose of the file's matrix
-// (GEMM's op(X) = X^T), and the file's M.cols x M.rows array is read and transposed locally.
+// Fills M's piece with op(X) of the file's matrix X (GEMM's op: N, T, or C = conjugate
+// transpose, which is T for real types); for T and C the file's M.cols x M.rows array is read
+// and transposed (and conjugated) locally.
 template <class T>
-void npy_read_piece(const NpyInfo& info, bool transposed, DistMatrix<T>& M, const Comm& comm);
+void npy_read_piece(const NpyInfo& info, Op op, DistMatrix<T>& M, const Comm& comm);
 
 // An output written under a temporary name in the target directory, made visible by rename
 // only by commit(); destroyed uncommitted (an error, a failed verification), it leaves nothing.

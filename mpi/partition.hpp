@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 

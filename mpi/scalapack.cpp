@@ -1,4 +1,4 @@
-// `--algo scalapack`: ScaLAPACK's PDGEMM/PSGEMM on the same ranks and problem, as the baseline
+// `--algo scalapack`: ScaLAPACK's P?GEMM (PSGEMM, PDGEMM, PCGEMM, PZGEMM) on the same ranks and problem, as the baseline
 // that benchmarks and users compare with in one run. Block-cyclic nb x nb layout on a pr x pc
 // BLACS grid (the same grid shape SUMMA would choose); the library's own BLAS does the local work.
 #include <mpi.h>
@@ -15,14 +15,19 @@ void Cfree_blacs_system_handle(int handle);
 int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
 void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
                const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
-void pdgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-             const double* alpha, const double* a, const int* ia, const int* ja, const int* desca,
-             const double* b, const int* ib, const int* jb, const int* descb, const double* beta,
-             double* c, const int* ic, const int* jc, const int* descc);
-void psgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-             const float* alpha, const float* a, const int* ia, const int* ja, const int* desca,
-             const float* b, const int* ib, const int* jb, const int* descb, const float* beta,
-             float* c, const int* ic, const int* jc, const int* descc);
+// P?GEMM, one per type of the dtype list (Fortran ABI: everything by reference; the hidden
+// lengths of the two character arguments are 1 and trail the list, which callers of a C
+// prototype may omit on the platforms ScaLAPACK supports).
+#define DISTMM_PGEMM(NAME, T)                                                                 \
+  void NAME(const char* ta, const char* tb, const int* m, const int* n, const int* k,         \
+            const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,       \
+            const T* b, const int* ib, const int* jb, const int* descb, const T* beta, T* c, \
+            const int* ic, const int* jc, const int* descc);
+DISTMM_PGEMM(psgemm_, float)
+DISTMM_PGEMM(pdgemm_, double)
+DISTMM_PGEMM(pcgemm_, std::complex<float>)
+DISTMM_PGEMM(pzgemm_, std::complex<double>)
+#undef DISTMM_PGEMM
 }
 
 namespace distmm {
@@ -54,6 +59,15 @@ class BlacsGrid {
  private:
   int handle_ = 0, ctxt_ = 0, row_ = 0, col_ = 0;
 };
+
+// The P?GEMM of T (s, d, c, z: DtypeTraits<T>::blas_letter).
+template <class T>
+constexpr auto pgemm() {
+  if constexpr (std::is_same_v<T, float>) return psgemm_;
+  else if constexpr (std::is_same_v<T, double>) return pdgemm_;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return pcgemm_;
+  else return pzgemm_;
+}
 
 int to_int(index_t v) {
   if (v > INT_MAX) throw UsageError("scalapack takes sizes below 2^31: use --algo summa");
@@ -119,26 +133,22 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
   }
 
   template <class T>
-  void run(Engine&, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+  void run(Engine&, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     int m = to_int(s_.m), n = to_int(s_.n), k = to_int(s_.k), nb = to_int(nb_), zero = 0, one = 1,
         info = 0, ctxt = grid_.ctxt();
     int desca[9], descb[9], descc[9];
-    auto lld = [&](const Matrix<T>& M) { return std::max(1, static_cast<int>(M.rows())); };
+    auto lld = [&](const auto& M) { return std::max(1, static_cast<int>(M.ld)); };
     int la = lld(A), lb = lld(B), lc = lld(C);
     descinit_(desca, &m, &k, &nb, &nb, &zero, &zero, &ctxt, &la, &info);
     descinit_(descb, &k, &n, &nb, &nb, &zero, &zero, &ctxt, &lb, &info);
     descinit_(descc, &m, &n, &nb, &nb, &zero, &zero, &ctxt, &lc, &info);
     // ScaLAPACK reads nothing from empty local arrays but wants valid pointers.
     T dummy[1] = {T(0)};
-    const T* a = A.size() ? A.data() : dummy;
-    const T* b = B.size() ? B.data() : dummy;
-    T* c = C.size() ? C.data() : dummy;
-    if constexpr (std::is_same_v<T, double>)
-      pdgemm_("N", "N", &m, &n, &k, &alpha, a, &one, &one, desca, b, &one, &one, descb, &beta, c,
-              &one, &one, descc);
-    else
-      psgemm_("N", "N", &m, &n, &k, &alpha, a, &one, &one, desca, b, &one, &one, descb, &beta, c,
-              &one, &one, descc);
+    const T* a = A.size() ? A.data : dummy;
+    const T* b = B.size() ? B.data : dummy;
+    T* c = C.size() ? C.data : dummy;
+    pgemm<T>()("N", "N", &m, &n, &k, &alpha, a, &one, &one, desca, b, &one, &one, descb, &beta, c,
+               &one, &one, descc);
   }
 
  private:

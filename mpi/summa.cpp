@@ -72,9 +72,9 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
   template <class T>
-  void run(Engine& e, T alpha, const Matrix<T>& A, const Matrix<T>& B, T beta, Matrix<T>& C) {
+  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), ldb = B.ld();
+    const index_t mi = pm_.size(i), nj = pn_.size(j), ldb = B.ld;
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
     const index_t wmax = std::min(width_, s_.k);
     Matrix<T> abuf[2] = {Matrix<T>(mi, wmax), Matrix<T>(mi, wmax)};
@@ -85,26 +85,26 @@ class Summa final : public AlgorithmBase<Summa> {
     auto post = [&](std::size_t t, int slot) {
       const Panel& p = panels_[t];
       // The owner broadcasts straight from its columns of A (contiguous in column-major).
-      apanel[slot] = (j == p.owner_col) ? const_cast<T*>(A.data()) + (p.k0 - ka0) * mi
+      apanel[slot] = (j == p.owner_col) ? const_cast<T*>(A.data) + (p.k0 - ka0) * mi
                                         : abuf[slot].data();
       T* b = bbuf[slot].data();
       if (i == p.owner_row)  // B's rows are strided: pack them into the panel buffer
         for (index_t c = 0; c < nj; ++c)
-          std::memcpy(b + c * p.width, B.data() + (p.k0 - kb0) + c * ldb, sizeof(T) * p.width);
+          std::memcpy(b + c * p.width, B.data + (p.k0 - kb0) + c * ldb, sizeof(T) * p.width);
       row_.ibcast(apanel[slot], mi * p.width, p.owner_col, pending[slot]);
       col_.ibcast(b, p.width * nj, p.owner_row, pending[slot]);
     };
 
     post(0, 0);
-    HeldOutput<T> held(e, C.data(), mi, nj, C.ld());  // C may stay on a GPU across the panels
+    HeldOutput<T> held(e, C.data, mi, nj, C.ld);  // C may stay on a GPU across the panels
     for (std::size_t t = 0; t < panels_.size(); ++t) {
       int slot = static_cast<int>(t % 2);
       pending[slot].wait_all();
       Requests* next = nullptr;
       if (t + 1 < panels_.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
       gemm_with_progress<T>(e, mi, nj, panels_[t].width, alpha, apanel[slot], mi,
-                            bbuf[slot].data(), panels_[t].width, t == 0 ? beta : T(1), C.data(),
-                            C.ld(), next);
+                            bbuf[slot].data(), panels_[t].width, t == 0 ? beta : T(1), C.data,
+                            C.ld, next);
       step_done(static_cast<int>(t + 1), static_cast<int>(panels_.size()));
     }
   }

@@ -7,25 +7,34 @@
 
 namespace distmm {
 
+// gamma_{k+2} ~ (k + 2) u bounds a real inner product's error componentwise, and a complex one's
+// with |z| the modulus (Higham, Lemma 3.5), so one formula serves the whole dtype list.
 double verify_tolerance(Dtype dt, index_t k, double growth) {
-  double u = dt == Dtype::f32 ? std::numeric_limits<float>::epsilon() / 2
-                              : std::numeric_limits<double>::epsilon() / 2;
-  return growth * static_cast<double>(k + 2) * u;
+  return growth * static_cast<double>(k + 2) * unit_roundoff(dt);
 }
 
 namespace {
 
-// y[global row] += M x[global col] and, for the bound, ya += |M| |x|, over this rank's piece.
+// The type checks compute in: double, or complex<double> for complex inputs.
 template <class T>
-void local_matvec(const DistMatrix<T>& M, const std::vector<double>& x, std::vector<double>& y,
+using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
+template <class T>
+Wide<T> widen(T v) {
+  return static_cast<Wide<T>>(v);
+}
+
+// y[global row] += M x[global col] and, for the bound, ya += |M| |x|, over this rank's piece.
+template <class T, class X>
+void local_matvec(const DistMatrix<T>& M, const std::vector<X>& x, std::vector<Wide<T>>& y,
                   const std::vector<double>& xa, std::vector<double>& ya) {
   auto rows = Piece::globals(M.piece.row_runs);
   auto cols = Piece::globals(M.piece.col_runs);
   for (std::size_t c = 0; c < cols.size(); ++c) {
-    double xc = x[cols[c]], xac = xa[cols[c]];
+    const X xc = x[cols[c]];
+    const double xac = xa[cols[c]];
     const T* col = M.local.data() + c * M.local.ld();
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      double v = static_cast<double>(col[r]);
+      const Wide<T> v = widen(col[r]);
       y[rows[r]] += v * xc;
       ya[rows[r]] += std::abs(v) * xac;
     }
@@ -50,32 +59,31 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
       xa[j] = std::abs(x[j]);
     }
     // y = B x and its bound, on all ranks (k words of allreduce each).
-    std::vector<double> y(2 * k, 0.0);
-    {
-      std::vector<double> yv(k, 0.0), ya(k, 0.0);
-      local_matvec(B, x, yv, xa, ya);
-      std::copy(yv.begin(), yv.end(), y.begin());
-      std::copy(ya.begin(), ya.end(), y.begin() + k);
-      comm.allreduce_sum_uncounted(y.data(), 2 * k);
-    }
-    std::vector<double> yv(y.begin(), y.begin() + k), ya(y.begin() + k, y.end());
+    using W = Wide<T>;
+    std::vector<W> yv(k, W(0));
+    std::vector<double> ya(k, 0.0);
+    local_matvec(B, x, yv, xa, ya);
+    comm.allreduce_sum_uncounted(yv.data(), k);
+    comm.allreduce_sum_uncounted(ya.data(), k);
     // z = alpha A y + beta C0 x - C x with bound |alpha| |A| |B| |x| + |beta| |C0| |x|.
-    std::vector<double> az(m, 0.0), azb(m, 0.0), cz(m, 0.0), czb(m, 0.0), c0z(m, 0.0),
-        c0zb(m, 0.0);
+    std::vector<W> az(m, W(0)), cz(m, W(0)), c0z(m, W(0));
+    std::vector<double> azb(m, 0.0), czb(m, 0.0), c0zb(m, 0.0);
     local_matvec(A, yv, az, ya, azb);
     local_matvec(C, x, cz, xa, czb);
     if (C0 && beta != T(0)) local_matvec(*C0, x, c0z, xa, c0zb);
-    std::vector<double> all(4 * m);
+    std::vector<W> sums(2 * m);
+    std::vector<double> bounds(2 * m);
     for (index_t i = 0; i < m; ++i) {
-      all[i] = az[i];
-      all[m + i] = azb[i];
-      all[2 * m + i] = cz[i] - double(beta) * c0z[i];
-      all[3 * m + i] = c0zb[i];
+      sums[i] = az[i];
+      sums[m + i] = cz[i] - widen(beta) * c0z[i];
+      bounds[i] = azb[i];
+      bounds[m + i] = c0zb[i];
     }
-    comm.allreduce_sum_uncounted(all.data(), 4 * m);
+    comm.allreduce_sum_uncounted(sums.data(), 2 * m);
+    comm.allreduce_sum_uncounted(bounds.data(), 2 * m);
     for (index_t i = 0; i < m; ++i) {
-      double diff = std::abs(all[2 * m + i] - double(alpha) * all[i]);
-      double bound = std::abs(double(alpha)) * all[m + i] + std::abs(double(beta)) * all[3 * m + i];
+      double diff = std::abs(sums[m + i] - widen(alpha) * sums[i]);
+      double bound = std::abs(widen(alpha)) * bounds[i] + std::abs(widen(beta)) * bounds[m + i];
       double r = diff == 0 ? 0 : diff / std::max(bound, std::numeric_limits<double>::min());
       res.residual = std::isnan(r) ? INFINITY : std::max(res.residual, r);
     }
@@ -84,8 +92,31 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
   return res;
 }
 
-std::size_t verify_full_bytes(index_t m, index_t n, index_t k) {
-  return static_cast<std::size_t>(m * k + k * n + 4 * m * n) * sizeof(double) * 2;
+template <class T>
+NonFinite find_nonfinite(const DistMatrix<T>& M, const Comm& comm) {
+  std::int64_t counts[2] = {0, 0};  // NaNs, Infs
+  std::int64_t first = INT64_MAX;   // column-major global index of the first
+  const auto rows = Piece::globals(M.piece.row_runs), cols = Piece::globals(M.piece.col_runs);
+  for (std::size_t c = 0; c < cols.size(); ++c)
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const T v = M.local(static_cast<index_t>(r), static_cast<index_t>(c));
+      const bool nan = std::isnan(std::real(v)) || std::isnan(std::imag(v));
+      const bool inf = !nan && (std::isinf(std::real(v)) || std::isinf(std::imag(v)));
+      if (!nan && !inf) continue;
+      ++counts[nan ? 0 : 1];
+      first = std::min<std::int64_t>(first, cols[c] * M.rows + rows[r]);
+    }
+  comm.allreduce_sum_uncounted(counts, 2);
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT64_T, MPI_MIN, comm.get());
+  NonFinite nf;
+  nf.nans = counts[0], nf.infs = counts[1];
+  if (nf.any()) nf.first_row = first % M.rows, nf.first_col = first / M.rows;
+  return nf;
+}
+
+std::size_t verify_full_bytes(index_t m, index_t n, index_t k, Dtype dt) {
+  return static_cast<std::size_t>(m * k + k * n + 4 * m * n) * sizeof(double) * 2 *
+         (is_complex(dt) ? 2 : 1);
 }
 
 template <class T>
@@ -98,63 +129,78 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
   Matrix<T> a = gather_to_root(A, comm), b = gather_to_root(B, comm), c = gather_to_root(C, comm);
   Matrix<T> c0;
   if (C0) c0 = gather_to_root(*C0, comm);
-  double stats[4] = {0, 0, 0, 0};  // residual, rel frobenius, max abs, passed
+  double stats[4] = {0, 0, 0, 0};  // residual, rel frobenius, max abs, non-finite matched
   if (comm.rank() == 0) {
+    using W = Wide<T>;
     const index_t m = C.rows, n = C.cols, k = A.cols;
-    auto to_double = [](const Matrix<T>& s, bool absval) {
-      Matrix<double> d(s.rows(), s.cols());
-      for (index_t t = 0; t < s.size(); ++t)
-        d.data()[t] = absval ? std::abs(double(s.data()[t])) : double(s.data()[t]);
+    auto widened = [](const Matrix<T>& s) {
+      Matrix<W> d(s.rows(), s.cols());
+      for (index_t t = 0; t < s.size(); ++t) d.data()[t] = widen(s.data()[t]);
       return d;
     };
-    Matrix<double> ad = to_double(a, false), bd = to_double(b, false);
-    Matrix<double> ref(m, n), bound(m, n);
-    ref.fill(0.0);
+    auto moduli = [](const Matrix<T>& s) {
+      Matrix<double> d(s.rows(), s.cols());
+      for (index_t t = 0; t < s.size(); ++t) d.data()[t] = std::abs(widen(s.data()[t]));
+      return d;
+    };
+    Matrix<W> ref(m, n);
+    Matrix<double> bound(m, n);
+    ref.fill(W(0));
     bound.fill(0.0);
     if (C0 && beta != T(0)) {
-      ref = to_double(c0, false);
-      bound = to_double(c0, true);
+      ref = widened(c0);
+      bound = moduli(c0);
     }
-    blas_gemm<double>(Op::N, Op::N, m, n, k, double(alpha), ad.data(), ad.ld(), bd.data(), bd.ld(),
-                      double(beta), ref.data(), ref.ld());
-    ad = to_double(a, true);
-    bd = to_double(b, true);
-    blas_gemm<double>(Op::N, Op::N, m, n, k, std::abs(double(alpha)), ad.data(), ad.ld(),
-                      bd.data(), bd.ld(), std::abs(double(beta)), bound.data(), bound.ld());
-    double err2 = 0, ref2 = 0, maxabs = 0, resid = 0;
+    {
+      Matrix<W> ad = widened(a), bd = widened(b);
+      blas_gemm<W>(Op::N, Op::N, m, n, k, widen(alpha), ad.data(), ad.ld(), bd.data(), bd.ld(),
+                   widen(beta), ref.data(), ref.ld());
+    }
+    {
+      Matrix<double> ad = moduli(a), bd = moduli(b);
+      blas_gemm<double>(Op::N, Op::N, m, n, k, std::abs(widen(alpha)), ad.data(), ad.ld(),
+                        bd.data(), bd.ld(), std::abs(widen(beta)), bound.data(), bound.ld());
+    }
+    // Non-finite entries (from non-finite inputs, or overflow) must sit where the reference
+    // has them: there they are compared by position only; anywhere else they fail.
+    double err2 = 0, ref2 = 0, maxabs = 0, resid = 0, matched = 0;
+    auto finite = [](auto z) { return std::isfinite(std::real(z)) && std::isfinite(std::imag(z)); };
     for (index_t t = 0; t < ref.size(); ++t) {
-      double d = std::abs(double(c.data()[t]) - ref.data()[t]);
-      if (std::isnan(d)) d = INFINITY;
+      const bool cf = finite(widen(c.data()[t])), rf = finite(ref.data()[t]);
+      if (!cf || !rf) {
+        if (cf != rf) resid = maxabs = err2 = INFINITY;
+        else matched += 1;
+        continue;
+      }
+      const double d = std::abs(widen(c.data()[t]) - ref.data()[t]);
       err2 += d * d;
-      ref2 += ref.data()[t] * ref.data()[t];
+      ref2 += std::norm(ref.data()[t]);
       maxabs = std::max(maxabs, d);
       if (d > 0) resid = std::max(resid, d / std::max(bound.data()[t], 1e-300));
     }
     stats[0] = resid;
     stats[1] = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
     stats[2] = maxabs;
+    stats[3] = matched;
   }
-  MPI_Bcast(stats, 3, MPI_DOUBLE, 0, comm.get());
+  MPI_Bcast(stats, 4, MPI_DOUBLE, 0, comm.get());
   res.residual = stats[0];
+  res.nonfinite_matched = static_cast<index_t>(stats[3]);
   res.rel_frobenius = stats[1];
   res.max_abs = stats[2];
   res.passed = res.residual <= tol;
   return res;
 }
 
-template VerifyResult verify_freivalds(const DistMatrix<float>&, const DistMatrix<float>&,
-                                       const DistMatrix<float>&, float, float,
-                                       const DistMatrix<float>*, int, std::uint64_t, double,
-                                       const Comm&);
-template VerifyResult verify_freivalds(const DistMatrix<double>&, const DistMatrix<double>&,
-                                       const DistMatrix<double>&, double, double,
-                                       const DistMatrix<double>*, int, std::uint64_t, double,
-                                       const Comm&);
-template VerifyResult verify_full(const DistMatrix<float>&, const DistMatrix<float>&,
-                                  const DistMatrix<float>&, float, float,
-                                  const DistMatrix<float>*, double, const Comm&);
-template VerifyResult verify_full(const DistMatrix<double>&, const DistMatrix<double>&,
-                                  const DistMatrix<double>&, double, double,
-                                  const DistMatrix<double>*, double, const Comm&);
+#define DISTMM_VERIFY(T)                                                                        \
+  template VerifyResult verify_freivalds(const DistMatrix<T>&, const DistMatrix<T>&,              \
+                                         const DistMatrix<T>&, T, T, const DistMatrix<T>*, int,   \
+                                         std::uint64_t, double, const Comm&);                     \
+  template VerifyResult verify_full(const DistMatrix<T>&, const DistMatrix<T>&,                   \
+                                    const DistMatrix<T>&, T, T, const DistMatrix<T>*, double,     \
+                                    const Comm&);                                                  \
+  template NonFinite find_nonfinite(const DistMatrix<T>&, const Comm&);
+DISTMM_FOR_EACH_TYPE(DISTMM_VERIFY)
+#undef DISTMM_VERIFY
 
 }  // namespace distmm

@@ -1,7 +1,9 @@
 // Checks of a distributed product C = alpha A B + beta C0.
-//  - Freivalds: for random x, compare C x with alpha A (B x) + beta C0 x, all in double,
+//  - Freivalds: for random x, compare C x with alpha A (B x) + beta C0 x, all in double
+//    (complex<double> for complex types),
 //    distributed over the ranks: O(n^2 / P) work per rank and trial.
-//  - Full: gather A, B, C (and C0) on rank 0 and compare with a double-precision BLAS product.
+//  - Full: gather A, B, C (and C0) on rank 0 and compare with a double-precision BLAS product
+//    (ZGEMM for complex types).
 // Both pass when every component's error is within tol * (|alpha| |A| |B| |x| + |beta| |C0| |x|),
 // the componentwise bound of a classical product (Higham, Accuracy and Stability, Sec. 3.5,
 // gamma_k ~ k u); Strassen-like engines widen tol by their growth factor.
@@ -19,8 +21,19 @@ struct VerifyResult {
   double tolerance = 0;
   double rel_frobenius = -1; // full only: ||C - Cref||_F / ||Cref||_F
   double max_abs = -1;       // full only: max |C - Cref|
+  index_t nonfinite_matched = 0;  // full only: NaN/Inf entries of C where the reference has them
   bool passed = true;
 };
+
+// NaN and Inf entries of a distributed matrix, counted over all ranks, and the first one in
+// column-major order (global row and column), for the message that names it.
+struct NonFinite {
+  index_t nans = 0, infs = 0;
+  index_t first_row = -1, first_col = -1;
+  bool any() const { return nans + infs > 0; }
+};
+template <class T>
+NonFinite find_nonfinite(const DistMatrix<T>& M, const Comm& comm);
 
 // tol = growth * (k + 2) * unit roundoff of T
 double verify_tolerance(Dtype dt, index_t k, double growth);
@@ -35,6 +48,6 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
                          T alpha, T beta, const DistMatrix<T>* C0, double tol, const Comm& comm);
 
 // Bytes rank 0 needs for verify_full (to refuse it up front when they do not fit).
-std::size_t verify_full_bytes(index_t m, index_t n, index_t k);
+std::size_t verify_full_bytes(index_t m, index_t n, index_t k, Dtype dt);
 
 }  // namespace distmm

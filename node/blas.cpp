@@ -28,26 +28,43 @@ void quiet_idle_blas_workers() {
   quieted = true;
 }
 
-CBLAS_TRANSPOSE cb(Op op) { return op == Op::N ? CblasNoTrans : CblasTrans; }
+CBLAS_TRANSPOSE cb(Op op) {
+  return op == Op::N ? CblasNoTrans : op == Op::T ? CblasTrans : CblasConjTrans;
+}
 blasint ld_ok(index_t ld) { return static_cast<blasint>(std::max<index_t>(ld, 1)); }
+
+// CBLAS's routine per type: real types take alpha and beta by value, complex ones by pointer.
+template <class T>
+auto by_blas_convention(const T& v) {
+  if constexpr (is_complex_v<T>) return static_cast<const void*>(&v);
+  else return v;
+}
 }  // namespace
 
-template <>
-void blas_gemm<double>(Op ta, Op tb, index_t m, index_t n, index_t k, double alpha, const double* A,
-                       index_t lda, const double* B, index_t ldb, double beta, double* C,
-                       index_t ldc) {
+template <class T>
+void blas_gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
+               const T* B, index_t ldb, T beta, T* C, index_t ldc) {
   if (m <= 0 || n <= 0) return;
-  cblas_dgemm(CblasColMajor, cb(ta), cb(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, A, ld_ok(lda), B, ld_ok(ldb), beta, C, ld_ok(ldc));
+  const blasint M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  const CBLAS_TRANSPOSE a = cb(effective_op<T>(ta)), b = cb(effective_op<T>(tb));
+  const auto al = by_blas_convention(alpha), be = by_blas_convention(beta);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasColMajor, a, b, M, N, K, al, A, ld_ok(lda), B, ld_ok(ldb), be, C, ld_ok(ldc));
+  else if constexpr (std::is_same_v<T, double>)
+    cblas_dgemm(CblasColMajor, a, b, M, N, K, al, A, ld_ok(lda), B, ld_ok(ldb), be, C, ld_ok(ldc));
+  else if constexpr (std::is_same_v<T, std::complex<float>>)
+    cblas_cgemm(CblasColMajor, a, b, M, N, K, al, A, ld_ok(lda), B, ld_ok(ldb), be, C, ld_ok(ldc));
+  else {
+    static_assert(std::is_same_v<T, std::complex<double>>, "a new dtype needs its CBLAS routine here");
+    cblas_zgemm(CblasColMajor, a, b, M, N, K, al, A, ld_ok(lda), B, ld_ok(ldb), be, C, ld_ok(ldc));
+  }
 }
 
-template <>
-void blas_gemm<float>(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha, const float* A,
-                      index_t lda, const float* B, index_t ldb, float beta, float* C, index_t ldc) {
-  if (m <= 0 || n <= 0) return;
-  cblas_sgemm(CblasColMajor, cb(ta), cb(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, A, ld_ok(lda), B, ld_ok(ldb), beta, C, ld_ok(ldc));
-}
+#define DISTMM_BLAS_GEMM(T)                                                                    \
+  template void blas_gemm<T>(Op, Op, index_t, index_t, index_t, T, const T*, index_t, const T*, \
+                             index_t, T, T*, index_t);
+DISTMM_FOR_EACH_TYPE(DISTMM_BLAS_GEMM)
+#undef DISTMM_BLAS_GEMM
 
 void blas_set_threads(int threads) {
   std::call_once(quiet_once, quiet_idle_blas_workers);

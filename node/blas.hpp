@@ -2,7 +2,7 @@
 #pragma once
 #include <algorithm>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 

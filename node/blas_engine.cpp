@@ -8,6 +8,7 @@ namespace {
 
 class BlasEngine final : public EngineBase<BlasEngine> {
  public:
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
   explicit BlasEngine(const EngineOptions& o) : threads_(o.threads) { blas_set_threads(threads_); }
   std::string name() const override { return "blas"; }
   std::string describe() const override {
@@ -25,8 +26,8 @@ class BlasEngine final : public EngineBase<BlasEngine> {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_blas_engine(const EngineOptions& opts) {
-  return std::make_unique<BlasEngine>(opts);
+EngineInfo blas_engine_info() {
+  return engine_entry<BlasEngine>("blas", "OpenBLAS GEMM with the rank's thread budget");
 }
 
 }  // namespace distmm

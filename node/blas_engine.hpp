@@ -2,5 +2,5 @@
 #include "engine.hpp"
 
 namespace distmm {
-std::unique_ptr<Engine> make_blas_engine(const EngineOptions& opts);
-}
+EngineInfo blas_engine_info();  // `blas`
+}  // namespace distmm

@@ -1,11 +1,17 @@
-// The node layer's only interface: one gemm-like call on host memory. A distributed algorithm
-// sees its local engine through this call alone, and an engine knows nothing of MPI.
+// The node layer's only interface: one gemm-like call. A distributed algorithm sees its local
+// engine through this call alone, and an engine knows nothing of MPI.
+//
+// The element type travels as a value (GemmCall::dtype, CTF's idea: the algebraic structure,
+// not the C++ type, crosses the interface), so the interface has one virtual call for every
+// type of the dtype list; Engine::gemm<T> is the typed front that callers use, and EngineBase
+// turns the call back into the engine's typed run<T> for the types it supports.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 
@@ -22,17 +28,37 @@ struct EngineOptions {
   bool tuned_leaves = true;  // GPU engines: leaf products in the tuning file's configuration
 };
 
+// C = alpha op(A) op(B) + beta C, column-major, op(A) m x k, op(B) k x n; alpha and beta point
+// to values of `dtype`, the matrices hold elements of `dtype`.
+struct GemmCall {
+  Dtype dtype;
+  Op ta, tb;
+  index_t m, n, k;
+  const void* alpha;
+  const void* A;
+  index_t lda;
+  const void* B;
+  index_t ldb;
+  const void* beta;
+  void* C;
+  index_t ldc;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string name() const = 0;
-  // C = alpha op(A) op(B) + beta C; op(A) is m x k, op(B) is k x n, all column-major.
-  virtual void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha, const float* A,
-                    index_t lda, const float* B, index_t ldb, float beta, float* C,
-                    index_t ldc) = 0;
-  virtual void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, double alpha, const double* A,
-                    index_t lda, const double* B, index_t ldb, double beta, double* C,
-                    index_t ldc) = 0;
+  virtual DtypeSet dtypes() const = 0;
+
+  // C = alpha op(A) op(B) + beta C; T is taken from the matrices.
+  template <class T>
+  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha, const T* A,
+            index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc) {
+    gemm_call({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
+  }
+  // The same with the type as a value. Throws UsageError for a dtype the engine lacks.
+  virtual void gemm_call(const GemmCall& call) = 0;
+
   // Extra bytes the engine allocates for one call of this size (its peak workspace).
   virtual std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const {
     (void)m, (void)n, (void)k, (void)dt;
@@ -49,15 +75,19 @@ class Engine {
   // the verification tolerance: 12^L for L Strassen-like levels (Higham, Accuracy and Stability
   // of Numerical Algorithms, 2nd ed., Thm. 23.3), 1 for classical engines.
   virtual double error_growth() const { return 1.0; }
+  // Strassen-like recursion levels that ran (the most over the calls so far; 0 for classical
+  // engines): error_growth() follows them, not the levels asked for.
+  virtual int levels_run() const { return 0; }
   // An output block that a sequence of gemm calls will update (Cannon's and SUMMA's steps): an
   // engine with its own memory (a GPU) may keep it there until release_output(), instead of
   // copying it in and out at every call. Calls between hold and release must target C inside
   // [C, C + ldc * cols). Host engines need nothing.
-  virtual void hold_output(float* C, index_t rows, index_t cols, index_t ldc) {
-    (void)C, (void)rows, (void)cols, (void)ldc;
+  template <class T>
+  void hold_output(T* C, index_t rows, index_t cols, index_t ldc) {
+    hold_output_call(dtype_of<T>(), C, rows, cols, ldc);
   }
-  virtual void hold_output(double* C, index_t rows, index_t cols, index_t ldc) {
-    (void)C, (void)rows, (void)cols, (void)ldc;
+  virtual void hold_output_call(Dtype dt, void* C, index_t rows, index_t cols, index_t ldc) {
+    (void)dt, (void)C, (void)rows, (void)cols, (void)ldc;
   }
   virtual void release_output() {}
   // True when calls into a held output may return before the product is done (a GPU working
@@ -68,26 +98,53 @@ class Engine {
   virtual std::string describe() const { return name(); }
 };
 
-// Implements both virtual overloads by forwarding to Derived::run<T>.
+// "engine 'gpu-tiled' supports f32, f64, not c64: ..." (a UsageError).
+[[noreturn]] void throw_unsupported_dtype(const std::string& engine, DtypeSet supported, Dtype d);
+
+// Turns gemm_call back into Derived::run<T> for the types in Derived::kDtypes.
 template <class Derived>
 class EngineBase : public Engine {
  public:
-  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, float alpha, const float* A,
-            index_t lda, const float* B, index_t ldb, float beta, float* C,
-            index_t ldc) override {
-    static_cast<Derived*>(this)->template run<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb,
-                                                      beta, C, ldc);
-  }
-  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, double alpha, const double* A,
-            index_t lda, const double* B, index_t ldb, double beta, double* C,
-            index_t ldc) override {
-    static_cast<Derived*>(this)->template run<double>(ta, tb, m, n, k, alpha, A, lda, B, ldb,
-                                                       beta, C, ldc);
+  DtypeSet dtypes() const override { return Derived::kDtypes; }
+  void gemm_call(const GemmCall& c) override {
+    dispatch(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (Derived::kDtypes.contains(dtype_of<T>()))
+        static_cast<Derived*>(this)->template run<T>(
+            c.ta, c.tb, c.m, c.n, c.k, *static_cast<const T*>(c.alpha), static_cast<const T*>(c.A),
+            c.lda, static_cast<const T*>(c.B), c.ldb, *static_cast<const T*>(c.beta),
+            static_cast<T*>(c.C), c.ldc);
+      else
+        throw_unsupported_dtype(this->name(), Derived::kDtypes, c.dtype);
+    });
   }
 };
 
-// Registry by name: `--engine NAME`. Throws UsageError naming the known engines.
-std::unique_ptr<Engine> make_engine(const std::string& name, const EngineOptions& opts);
+// Where an engine's operands live while it computes.
+enum class Memory { host, device };
+
+// The one registry of CPU and GPU engines: `--engine NAME`, `distmm info`, the help text.
+struct EngineInfo {
+  std::string name;
+  std::string summary;  // one line: what it does
+  DtypeSet dtypes;
+  Memory memory = Memory::host;
+  std::function<std::unique_ptr<Engine>(const EngineOptions&)> make;
+  bool recursive = false;  // has Strassen-like recursion levels (--levels, --cutoff)
+  bool tiled = false;      // a cache-aware tiling of q x q blocks (--block)
+};
+
+// The entry of engine class E (its kDtypes, a factory that passes the options on).
+template <class E>
+EngineInfo engine_entry(std::string name, std::string summary, Memory memory = Memory::host) {
+  return {std::move(name), std::move(summary), E::kDtypes, memory,
+          [](const EngineOptions& o) -> std::unique_ptr<Engine> { return std::make_unique<E>(o); }};
+}
+
+const std::vector<EngineInfo>& engine_registry();
+// The entry of `name`; throws UsageError naming the known engines.
+const EngineInfo& engine_info(const std::string& name);
 std::vector<std::string> engine_names();
+std::unique_ptr<Engine> make_engine(const std::string& name, const EngineOptions& opts);
 
 }  // namespace distmm

@@ -1,56 +1,48 @@
-#include <functional>
-#include <map>
-
+// The one registry of engines, CPU and GPU: each engine file contributes its entries (name,
+// dtypes, memory, factory) and this list is all that `--engine`, `distmm info` and the help
+// text read. The GPU entries come from cuda/ when it is built (cuda/gpu_none.cpp otherwise).
 #include "../cuda/gpu_engines.hpp"
 #include "blas_engine.hpp"
+#include "engine.hpp"
 #include "mmra.hpp"
 #include "strassen.hpp"
 #include "strassen_lowmem.hpp"
 #include "winograd.hpp"
-#include "engine.hpp"
 
 namespace distmm {
-namespace {
 
-using Factory = std::function<std::unique_ptr<Engine>(const EngineOptions&)>;
-
-const std::map<std::string, Factory>& registry() {
-  static const std::map<std::string, Factory> r = [] {
-    std::map<std::string, Factory> m;
-    m["blas"] = make_blas_engine;
-    m["strassen"] = make_strassen_engine;
-    m["strassen-lowmem"] = make_strassen_lowmem_engine;
-    m["winograd"] = make_winograd_engine;
-    for (const char* t : {"mmra-shared", "mmra-distributed", "mmra-tradeoff", "mmra-shared-lru",
-                          "mmra-distributed-lru", "mmra-tradeoff-lru"})
-      m[t] = [name = std::string(t)](const EngineOptions& o) { return make_mmra_engine(name, o); };
-    for (const std::string& t : gpu_engine_names())  // present when CUDA is built
-      m[t] = [t](const EngineOptions& o) { return make_gpu_engine(t, o); };
-    for (const char* t : {"outer-product", "equal-layout"})
-      m[t] = [name = std::string(t)](const EngineOptions& o) {
-        return make_reference_tiling_engine(name, o);
-      };
-    return m;
+const std::vector<EngineInfo>& engine_registry() {
+  static const std::vector<EngineInfo> r = [] {
+    std::vector<EngineInfo> v{blas_engine_info(), strassen_engine_info(),
+                              strassen_lowmem_engine_info(), winograd_engine_info()};
+    for (auto* group : {mmra_engine_infos, reference_tiling_engine_infos, gpu_engine_infos})
+      for (EngineInfo& e : group()) v.push_back(std::move(e));
+    return v;
   }();
   return r;
 }
 
-}  // namespace
-
 std::vector<std::string> engine_names() {
   std::vector<std::string> names;
-  for (const auto& [k, v] : registry()) names.push_back(k);
+  for (const auto& e : engine_registry()) names.push_back(e.name);
   return names;
 }
 
+const EngineInfo& engine_info(const std::string& name) {
+  for (const auto& e : engine_registry())
+    if (e.name == name) return e;
+  std::string known;
+  for (const auto& n : engine_names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("unknown engine '" + name + "': use one of " + known);
+}
+
 std::unique_ptr<Engine> make_engine(const std::string& name, const EngineOptions& opts) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& n : engine_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown engine '" + name + "': use one of " + known);
-  }
-  return it->second(opts);
+  return engine_info(name).make(opts);
+}
+
+void throw_unsupported_dtype(const std::string& engine, DtypeSet supported, Dtype d) {
+  throw UsageError("engine '" + engine + "' supports " + supported.names() + ", not " +
+                   to_string(d) + ": use --engine blas or another dtype");
 }
 
 }  // namespace distmm

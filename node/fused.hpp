@@ -4,6 +4,7 @@
 //   out_o = [out_o +] sum_t coef[o][t] * in_t      for o < NO, t < NI
 #pragma once
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <type_traits>
 
@@ -11,7 +12,7 @@
 #include <immintrin.h>
 #endif
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 
@@ -28,9 +29,10 @@ struct MutBlock {
 };
 
 template <class T, std::size_t NI, std::size_t NO>
-void fused_combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, NI>& in,
-                   const std::array<MutBlock<T>, NO>& out,
-                   const std::array<std::array<T, NI>, NO>& coef) {
+void fused_combine_real(index_t rows, index_t cols, const std::array<ConstBlock<T>, NI>& in,
+                        const std::array<MutBlock<T>, NO>& out,
+                        const std::array<std::array<T, NI>, NO>& coef) {
+  static_assert(std::is_floating_point_v<T>);
   if (rows <= 0 || cols <= 0) return;
   const bool big = rows * cols > (1 << 14);
 #pragma omp parallel if (big)
@@ -86,6 +88,47 @@ void fused_combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, N
 #if defined(__AVX__)
   _mm_sfence();  // each thread's streaming stores are weakly ordered: drain them before BLAS reads
 #endif
+  }
+}
+
+// Complex blocks with real coefficients (all of Strassen's are +-1, 0) are real blocks of twice
+// the rows and leading dimension: the real passes, vector kernels included, serve them. This
+// turns a complex combination into that real one (CPU passes here, GPU kernels in cuda/).
+template <class T, std::size_t NI, std::size_t NO>
+struct RealCombination {
+  using R = real_t<T>;
+  index_t rows;
+  std::array<ConstBlock<R>, NI> in;
+  std::array<MutBlock<R>, NO> out;
+  std::array<std::array<R, NI>, NO> coef;
+};
+template <class T, std::size_t NI, std::size_t NO>
+RealCombination<T, NI, NO> as_real_combination(index_t rows, const std::array<ConstBlock<T>, NI>& in,
+                                               const std::array<MutBlock<T>, NO>& out,
+                                               const std::array<std::array<T, NI>, NO>& coef) {
+  using R = real_t<T>;
+  RealCombination<T, NI, NO> r;
+  r.rows = 2 * rows;
+  for (std::size_t t = 0; t < NI; ++t) r.in[t] = {reinterpret_cast<const R*>(in[t].p), 2 * in[t].ld};
+  for (std::size_t o = 0; o < NO; ++o) {
+    r.out[o] = {reinterpret_cast<R*>(out[o].p), 2 * out[o].ld, out[o].accumulate};
+    for (std::size_t t = 0; t < NI; ++t) {
+      assert(coef[o][t].imag() == R(0));
+      r.coef[o][t] = coef[o][t].real();
+    }
+  }
+  return r;
+}
+
+template <class T, std::size_t NI, std::size_t NO>
+void fused_combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, NI>& in,
+                   const std::array<MutBlock<T>, NO>& out,
+                   const std::array<std::array<T, NI>, NO>& coef) {
+  if constexpr (is_complex_v<T>) {
+    const auto r = as_real_combination<T, NI, NO>(rows, in, out, coef);
+    fused_combine_real<real_t<T>, NI, NO>(r.rows, cols, r.in, r.out, r.coef);
+  } else {
+    fused_combine_real<T, NI, NO>(rows, cols, in, out, coef);
   }
 }
 

@@ -134,14 +134,14 @@ struct TradeoffMmra {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_mmra_engine(const std::string& name, const EngineOptions& o) {
-  if (name == "mmra-shared") return std::make_unique<TilingEngine<SharedMmra<false>>>(o);
-  if (name == "mmra-shared-lru") return std::make_unique<TilingEngine<SharedMmra<true>>>(o);
-  if (name == "mmra-distributed") return std::make_unique<TilingEngine<DistributedMmra<false>>>(o);
-  if (name == "mmra-distributed-lru") return std::make_unique<TilingEngine<DistributedMmra<true>>>(o);
-  if (name == "mmra-tradeoff") return std::make_unique<TilingEngine<TradeoffMmra<false>>>(o);
-  if (name == "mmra-tradeoff-lru") return std::make_unique<TilingEngine<TradeoffMmra<true>>>(o);
-  return nullptr;
+std::vector<EngineInfo> mmra_engine_infos() {
+  const std::string lru = " (half of each cache kept as the LRU buffer)";
+  return {tiling_engine_info<SharedMmra<false>>("seed 004's Shared Maximum Reuse tiling, BLAS on q x q blocks"),
+          tiling_engine_info<SharedMmra<true>>("mmra-shared" + lru),
+          tiling_engine_info<DistributedMmra<false>>("seed 004's Distributed Maximum Reuse tiling, BLAS on q x q blocks"),
+          tiling_engine_info<DistributedMmra<true>>("mmra-distributed" + lru),
+          tiling_engine_info<TradeoffMmra<false>>("seed 004's Tradeoff tiling (shared and per-core caches), BLAS on q x q blocks"),
+          tiling_engine_info<TradeoffMmra<true>>("mmra-tradeoff" + lru)};
 }
 
 }  // namespace distmm

@@ -1,9 +1,11 @@
 #pragma once
+#include <vector>
+
 #include "engine.hpp"
 
 namespace distmm {
 // mmra-shared, mmra-distributed, mmra-tradeoff and their -lru variants (mmra.cpp).
-std::unique_ptr<Engine> make_mmra_engine(const std::string& name, const EngineOptions& opts);
+std::vector<EngineInfo> mmra_engine_infos();
 // outer-product and equal-layout (tiling_references.cpp).
-std::unique_ptr<Engine> make_reference_tiling_engine(const std::string& name, const EngineOptions& opts);
+std::vector<EngineInfo> reference_tiling_engine_infos();
 }  // namespace distmm

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "../src/types.hpp"
+#include "../src/core/types.hpp"
 #include "fused.hpp"
 
 namespace distmm {

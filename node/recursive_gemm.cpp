@@ -1,6 +1,6 @@
 #include "recursive_gemm.hpp"
 
-#include "../src/timer.hpp"
+#include "../src/core/timer.hpp"
 
 namespace distmm {
 
@@ -27,11 +27,12 @@ MachineRates calibrate_rates() {
   return r;
 }
 
-int choose_levels(index_t m, index_t n, index_t k, std::size_t elem, double passes_per_level,
+int choose_levels(index_t m, index_t n, index_t k, Dtype dt, double passes_per_level,
                   index_t cutoff, const MachineRates& rates) {
-  // T(L) = 2mnk (7/8)^L / F(d_L) + sum_{d<L} 7^d passes S_d / BW, with S_d the bytes of one
+  // T(L) = 2mnk (7/8)^L / F(d_L) (8mnk for complex types) + sum_{d<L} 7^d passes S_d / BW, with S_d the bytes of one
   // quarter-size operand at depth d and F(d) the BLAS rate, lower on small leaves.
   auto blas_rate = [&](double dim) { return rates.flops_per_s * dim / (dim + 96.0); };
+  const double elem = double(size_of(dt)), flops_per_fma = is_complex(dt) ? 8.0 : 2.0;
   double best_t = 0;
   int best = 0;
   double adds = 0;
@@ -44,7 +45,7 @@ int choose_levels(index_t m, index_t n, index_t k, std::size_t elem, double pass
       double quarter = (lm * lk + lk * ln + lm * ln) / 3.0 * elem;
       adds += std::pow(7.0, L - 1) * passes_per_level * quarter / rates.bytes_per_s;
     }
-    double t = 2.0 * double(m) * n * k * std::pow(7.0 / 8.0, L) /
+    double t = flops_per_fma * double(m) * n * k * std::pow(7.0 / 8.0, L) /
                    blas_rate(std::min({lm, ln, lk})) + adds;
     if (L == 0 || t < best_t) best_t = t, best = L;
   }

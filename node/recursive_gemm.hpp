@@ -4,6 +4,8 @@
 // alpha/beta handling, and the choice of the number of levels.
 //
 // A schedule (strassen.hpp, strassen_lowmem.hpp, winograd.hpp) supplies
+//   static constexpr const char* kName;        // the engine's name
+//   static constexpr double kPassesPerLevel;   // quarter-size memory passes per level (cost model)
 //   static constexpr int kTemps[3];            // temporaries of A-, B- and C-quadrant size
 //   static constexpr bool kSumTempsFitC;       // A/B temporaries also serve as C-size outputs
 //   step(R&, depth, A, B, C, alpha, accumulate, Temps&)   // the 7 products and their additions
@@ -18,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/matrix.hpp"
+#include "../src/core/matrix.hpp"
 #include "blas.hpp"
 #include "engine.hpp"
 #include "fused.hpp"
@@ -45,7 +47,8 @@ struct MachineRates {
 };
 MachineRates calibrate_rates();  // BLAS rate on a 1024^3 product and a streaming add's bandwidth
 
-int choose_levels(index_t m, index_t n, index_t k, std::size_t elem, double passes_per_level,
+// dt sets the bytes per element and the flops per multiply-add (4 real ones for complex types).
+int choose_levels(index_t m, index_t n, index_t k, Dtype dt, double passes_per_level,
                   index_t cutoff, const MachineRates& rates);
 
 // Host memory: OpenBLAS for the products, OpenMP passes for the additions.
@@ -104,6 +107,7 @@ class Recursion {
     }
     // Dynamic peeling: recurse on the even core, then fix the odd row, column and k-slice.
     const index_t me = m & ~index_t(1), ne = n & ~index_t(1), ke = k & ~index_t(1);
+    levels_run_ = std::max(levels_run_, depth + 1);
     Schedule::step(*this, depth, A.sub(0, 0, me, ke), B.sub(0, 0, ke, ne), C.sub(0, 0, me, ne),
                    alpha, acc, temps_[depth]);
     if (ke < k)  // C_core += alpha A(:, k-1) B(k-1, :)
@@ -111,6 +115,10 @@ class Recursion {
     if (me < m) leaf(A.sub(me, 0, 1, k), B, C.sub(me, 0, 1, n), alpha, acc);
     if (ne < n) leaf(A.sub(0, 0, me, k), B.sub(0, ne, k, 1), C.sub(0, ne, me, 1), alpha, acc);
   }
+
+  // Recursion levels that actually ran (the cutoff and the size may stop short of the levels
+  // asked for): what the rounding-error bound of the call depends on.
+  int levels_run() const { return levels_run_; }
 
   // Runs `products`, multiplies at depth `depth` whose outputs are distinct and read by none of
   // the others. When they are leaves (rows x cols x inner each) the backend may run them
@@ -141,6 +149,14 @@ class Recursion {
     for (std::size_t t = 0; t < NI; ++t) ib[t] = in[t].block();
     for (std::size_t o = 0; o < NO; ++o) ob[o] = {out[o], std::max<index_t>(r.stored_rows(), 1), false};
     combine<NI, NO>(r.stored_rows(), r.stored_cols(), ib, ob, coef);
+  }
+  // out = c_i q_i + c_j q_j for the two non-zero coefficients of `row` (a two-term sum).
+  void sum_of_two(const std::array<Operand<T>, 4>& q, const int (&row)[4], T* out) {
+    int i = 0;
+    while (row[i] == 0) ++i;
+    int j = i + 1;
+    while (row[j] == 0) ++j;
+    sums<2, 1>({q[i], q[j]}, {out}, {{{T(row[i]), T(row[j])}}});
   }
   // A temporary holding a sum of quadrants of `like`, viewed as an operand.
   static Operand<T> temp_operand(T* p, const Operand<T>& like) {
@@ -174,59 +190,75 @@ class Recursion {
   T* arena_;
   Backend& be_;
   std::vector<Temps<T>> temps_;
+  int levels_run_ = 0;
 };
+
+// "levels 3 asked, 1 ran" / "levels auto, 2 ran" / "levels 2": for the report.
+inline std::string levels_text(int asked, int ran) {
+  const std::string a = asked >= 0 ? std::to_string(asked) : "auto";
+  if (asked == ran) return "levels " + a;
+  return "levels " + a + (asked >= 0 ? " asked, " : ", ") + std::to_string(ran) + " ran" +
+         (asked > ran ? " (the size and --cutoff allow no more)" : "");
+}
 
 // A CPU engine around a schedule: levels (fixed or chosen per call), cutoff, threads, the arena.
 template <class Schedule>
 class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
  public:
+  // Strassen's identities hold over any ring, so every dtype of the list (complex additions
+  // run as real ones over twice the rows, fused.hpp).
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
+
   explicit RecursiveEngine(const EngineOptions& o) : o_(o) { blas_set_threads(o.threads); }
   std::string name() const override { return Schedule::kName; }
   std::string describe() const override {
-    std::string lv = o_.levels >= 0 ? std::to_string(o_.levels)
-                                    : "auto (last call: " + std::to_string(last_levels_) + ")";
-    return std::string(Schedule::kName) + " (levels " + lv + ", cutoff " +
+    return std::string(Schedule::kName) + " (" + levels_text(o_.levels, levels_run_) + ", cutoff " +
            std::to_string(o_.cutoff) + ", " + std::to_string(o_.threads) + " threads, over OpenBLAS)";
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    int L = levels_for(m, n, k, size_of(dt));
-    index_t e = dt == Dtype::f32
-                    ? Recursion<float, Schedule>::workspace_elems(m, n, k, L, o_.cutoff)
-                    : Recursion<double, Schedule>::workspace_elems(m, n, k, L, o_.cutoff);
-    return static_cast<std::size_t>(e) * size_of(dt);
+    const int L = levels_for(m, n, k, dt);
+    return dispatch(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return static_cast<std::size_t>(Recursion<T, Schedule>::workspace_elems(m, n, k, L, o_.cutoff)) *
+             sizeof(T);
+    });
   }
-  double error_growth() const override { return std::pow(12.0, last_levels_); }
-  int last_levels() const { return last_levels_; }
+  // From the levels that ran, in any call so far, never from those asked for.
+  double error_growth() const override { return std::pow(12.0, levels_run_); }
+  int levels_run() const override { return levels_run_; }
 
   template <class T>
   void run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
            const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
-    last_levels_ = levels_for(m, n, k, sizeof(T));
-    auto& arena = this->template arena<T>();
+    const int levels = levels_for(m, n, k, dtype_of<T>());
     const auto need = static_cast<std::size_t>(
-        Recursion<T, Schedule>::workspace_elems(m, n, k, last_levels_, o_.cutoff));
-    if (arena.size() < need) arena.resize(need);
+        Recursion<T, Schedule>::workspace_elems(m, n, k, levels, o_.cutoff)) * sizeof(T);
+    if (arena_bytes_ < need) arena_ = aligned_alloc_array<unsigned char>(need), arena_bytes_ = need;
     CpuBackend be;
-    Recursion<T, Schedule> r({last_levels_, o_.cutoff}, arena.data(), be);
+    Recursion<T, Schedule> r({levels, o_.cutoff}, reinterpret_cast<T*>(arena_.get()), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
+    levels_run_ = std::max(levels_run_, r.levels_run());
   }
 
  private:
-  int levels_for(index_t m, index_t n, index_t k, std::size_t elem) const {
+  int levels_for(index_t m, index_t n, index_t k, Dtype dt) const {
     if (o_.levels >= 0) return o_.levels;
     static const MachineRates rates = calibrate_rates();
-    return choose_levels(m, n, k, elem, Schedule::kPassesPerLevel, o_.cutoff, rates);
-  }
-  template <class T>
-  std::vector<T>& arena() {
-    if constexpr (std::is_same_v<T, float>) return arena_f_;
-    else return arena_d_;
+    return choose_levels(m, n, k, dt, Schedule::kPassesPerLevel, o_.cutoff, rates);
   }
   EngineOptions o_;
-  int last_levels_ = 0;
-  std::vector<float> arena_f_;
-  std::vector<double> arena_d_;
+  int levels_run_ = 0;  // the most levels any call has run
+  AlignedPtr<unsigned char> arena_;  // one workspace for every dtype (64-byte aligned)
+  std::size_t arena_bytes_ = 0;
 };
+
+// The registry entry of a CPU engine around a schedule.
+template <class Schedule>
+EngineInfo recursive_engine_info(std::string summary) {
+  EngineInfo e = engine_entry<RecursiveEngine<Schedule>>(Schedule::kName, std::move(summary));
+  e.recursive = true;
+  return e;
+}
 
 }  // namespace distmm

@@ -2,8 +2,8 @@
 
 namespace distmm {
 
-std::unique_ptr<Engine> make_strassen_engine(const EngineOptions& o) {
-  return std::make_unique<RecursiveEngine<StrassenSchedule>>(o);
+EngineInfo strassen_engine_info() {
+  return recursive_engine_info<StrassenSchedule>("Strassen (7 products, 18 additions) over BLAS; the five sums of each operand in one fused pass");
 }
 
 }  // namespace distmm

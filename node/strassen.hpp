@@ -1,12 +1,11 @@
-// `strassen`: Strassen's algorithm (7 products, 18 additions; seed 000's S-MM) over BLAS.
-// All five sums of A quadrants come from one fused pass (X1..X5), likewise for B (Y1..Y5); the
-// products that feed several quadrants of C go through Z and W and one multi-output pass each.
-//   M1 = (A11 + A22)(B11 + B22), M2 = (A21 + A22) B11, M3 = A11 (B12 - B22), M4 = A22 (B21 - B11)
-//   M5 = (A11 + A12) B22, M6 = (A21 - A11)(B11 + B12), M7 = (A12 - A22)(B21 + B22)
-//   C11 = M1 + M4 - M5 + M7, C12 = M3 + M5, C21 = M2 + M4, C22 = M1 - M2 + M3 + M6
+// `strassen`: Strassen's algorithm (7 products, 18 additions; seed 000's S-MM) over BLAS, with
+// the coefficients of strassen_formulas.hpp. All five sums of A quadrants come from one fused
+// pass (X1..X5), likewise for B (Y1..Y5); the products that feed several quadrants of C go
+// through Z and W and one multi-output pass each.
 #pragma once
 #include "engine.hpp"
 #include "recursive_gemm.hpp"
+#include "strassen_formulas.hpp"
 
 namespace distmm {
 
@@ -26,10 +25,14 @@ struct StrassenSchedule {
     const auto &A11 = qa[0], &A12 = qa[1], &A21 = qa[2], &A22 = qa[3];
     const auto &B11 = qb[0], &B12 = qb[1], &B21 = qb[2], &B22 = qb[3];
     const auto &C11 = qc[0], &C12 = qc[1], &C21 = qc[2], &C22 = qc[3];
+    // Products 0..6 are M1..M7 of kStrassenFormula. X0..X4: the A sums of M1, M2, M5, M6, M7;
+    // Y0..Y4: the B sums of M1, M3, M4, M6, M7 (M4's A side is A22, M2's B side B11, ...).
+    constexpr const BilinearFormula& F = kStrassenFormula;
+    static_assert(feeds_only(F, 5, 3, 1) && feeds_only(F, 6, 0, 1), "M6 -> C22, M7 -> C11");
     r.template sums<4, 5>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3], t.a[4]},
-                           {{{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}}});
+                          sum_rows<T, 5>(F.a, {0, 1, 4, 5, 6}));
     r.template sums<4, 5>({B11, B12, B21, B22}, {t.b[0], t.b[1], t.b[2], t.b[3], t.b[4]},
-                           {{{1, 0, 0, 1}, {0, 1, 0, -1}, {-1, 0, 1, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}}});
+                          sum_rows<T, 5>(F.b, {0, 2, 3, 5, 6}));
     auto X = [&](int i) { return R::temp_operand(t.a[i], A11); };
     auto Y = [&](int i) { return R::temp_operand(t.b[i], B11); };
     const auto Z = R::temp_target(t.c[0], C11.rows, C11.cols);
@@ -45,19 +48,19 @@ struct StrassenSchedule {
       r.multiply(d, A22, Y(2), W, alpha, false);   // W = M4
     });
     r.template combine<2, 2>(h, w, {Z.in(), W.in()}, {C11.out(true), C22.out(true)},
-                           {{{1, 1}, {1, 0}}});
+                             c_coefficients<T, 2, 2>(F, {0, 3}, {0, 3}));
     r.multiply(d, X(1), B11, Z, alpha, false);   // Z = M2
     r.template combine<2, 2>(h, w, {Z.in(), W.in()}, {C21.out(acc), C22.out(true)},
-                           {{{1, 1}, {-1, 0}}});
+                             c_coefficients<T, 2, 2>(F, {1, 3}, {2, 3}));
     r.independent(d, h, w, kk, [&] {
       r.multiply(d, A11, Y(1), Z, alpha, false);   // Z = M3
       r.multiply(d, X(2), B22, W, alpha, false);   // W = M5
     });
     r.template combine<2, 3>(h, w, {Z.in(), W.in()}, {C12.out(acc), C22.out(true), C11.out(true)},
-                           {{{1, 1}, {1, 0}, {0, -1}}});
+                             c_coefficients<T, 2, 3>(F, {2, 4}, {1, 3, 0}));
   }
 };
 
-std::unique_ptr<Engine> make_strassen_engine(const EngineOptions& opts);
+EngineInfo strassen_engine_info();
 
 }  // namespace distmm

@@ -2,8 +2,8 @@
 
 namespace distmm {
 
-std::unique_ptr<Engine> make_strassen_lowmem_engine(const EngineOptions& o) {
-  return std::make_unique<RecursiveEngine<StrassenLowmemSchedule>>(o);
+EngineInfo strassen_lowmem_engine_info() {
+  return recursive_engine_info<StrassenLowmemSchedule>("Strassen with two temporaries per level, accumulating into C (Bailey's bound)");
 }
 
 }  // namespace distmm

@@ -14,6 +14,7 @@
 #pragma once
 #include "engine.hpp"
 #include "recursive_gemm.hpp"
+#include "strassen_formulas.hpp"
 
 namespace distmm {
 
@@ -33,12 +34,15 @@ struct StrassenLowmemSchedule {
     const int d = depth + 1;
     const auto X = R::temp_operand(t.a[0], A11), Y = R::temp_operand(t.b[0], B11);
     const auto XC = R::temp_target(t.a[0], h, w), YC = R::temp_target(t.b[0], h, w);
-    auto sumA = [&](Operand<T> p, Operand<T> q, T s) { r.template sums<2, 1>({p, q}, {t.a[0]}, {{{1, s}}}); };
-    auto sumB = [&](Operand<T> p, Operand<T> q, T s) { r.template sums<2, 1>({p, q}, {t.b[0]}, {{{1, s}}}); };
+    // Each sum has two terms: row p of kStrassenFormula's a- or b-table (M1..M7 = 0..6).
+    constexpr const BilinearFormula& F = kStrassenFormula;
+    const std::array<Operand<T>, 4> qa{A11, A12, A21, A22}, qb{B11, B12, B21, B22};
+    auto sumA = [&](int p) { r.sum_of_two(qa, F.a[p], t.a[0]); };
+    auto sumB = [&](int p) { r.sum_of_two(qb, F.b[p], t.b[0]); };
 
-    sumA(A12, A22, -1), sumB(B21, B22, 1);
+    sumA(6), sumB(6);
     r.multiply(d, X, Y, C11, alpha, acc);  // 1
-    sumB(B21, B11, -1);
+    sumB(3);
     if (acc) {
       r.multiply(d, A22, Y, XC, alpha, false);  // 2
       r.template combine<1, 2>(h, w, {XC.in()}, {C21.out(true), C11.out(true)}, {{{1}, {1}}});
@@ -46,7 +50,7 @@ struct StrassenLowmemSchedule {
       r.multiply(d, A22, Y, C21, alpha, false);  // 2
       r.template combine<1, 1>(h, w, {C21.in()}, {C11.out(true)}, {{{1}}});
     }
-    sumA(A11, A12, 1);
+    sumA(4);
     if (acc) {
       r.multiply(d, X, B22, YC, alpha, false);  // 3
       r.template combine<1, 2>(h, w, {YC.in()}, {C12.out(true), C11.out(true)}, {{{1}, {-1}}});
@@ -55,22 +59,22 @@ struct StrassenLowmemSchedule {
       r.template combine<1, 1>(h, w, {C12.in()}, {C11.out(true)}, {{{-1}}});
     }
     r.template combine<1, 1>(h, w, {C11.in()}, {C22.out(acc)}, {{{-1}}});  // 4
-    sumA(A11, A22, 1), sumB(B11, B22, 1);
+    sumA(0), sumB(0);
     r.multiply(d, X, Y, C11, alpha, true);  // 5
-    sumA(A21, A22, 1);
+    sumA(1);
     r.multiply(d, X, B11, YC, alpha, false);  // 6
     r.template combine<1, 2>(h, w, {YC.in()}, {C21.out(true), C22.out(true)}, {{{1}, {-1}}});
-    sumB(B12, B22, -1);
+    sumB(2);
     r.multiply(d, A11, Y, XC, alpha, false);  // 7
     // C22's share of C11 rides on this pass (C11 is final since 5): one pass less than a
     // separate C22 += C11 at the end.
     r.template combine<2, 2>(h, w, {XC.in(), C11.in()}, {C12.out(true), C22.out(true)},
                              {{{1, 0}, {1, 1}}});
-    sumA(A21, A11, -1), sumB(B11, B12, 1);
+    sumA(5), sumB(5);
     r.multiply(d, X, Y, C22, alpha, true);  // 8
   }
 };
 
-std::unique_ptr<Engine> make_strassen_lowmem_engine(const EngineOptions& opts);
+EngineInfo strassen_lowmem_engine_info();
 
 }  // namespace distmm

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "../src/system.hpp"
+#include "../src/core/system.hpp"
 #include "blas.hpp"
 
 namespace distmm {
@@ -31,10 +31,11 @@ void block_gemm(const Operand<T>& A, const Operand<T>& B, const Target<T>& C, Bl
   blas_gemm<T>(a.op, b.op, r.size(), c.size(), k.size(), alpha, a.p, a.ld, b.p, b.ld, T(1), t.p,
                t.ld);
 }
-template void block_gemm(const Operand<float>&, const Operand<float>&, const Target<float>&,
-                         BlockRange, BlockRange, BlockRange, float);
-template void block_gemm(const Operand<double>&, const Operand<double>&, const Target<double>&,
-                         BlockRange, BlockRange, BlockRange, double);
+#define DISTMM_BLOCK_GEMM(T)                                                                 \
+  template void block_gemm(const Operand<T>&, const Operand<T>&, const Target<T>&, BlockRange, \
+                           BlockRange, BlockRange, T);
+DISTMM_FOR_EACH_TYPE(DISTMM_BLOCK_GEMM)
+#undef DISTMM_BLOCK_GEMM
 
 std::pair<int, int> core_grid(int p) {
   int pr = static_cast<int>(std::floor(std::sqrt(double(p))));

@@ -12,6 +12,7 @@ namespace distmm {
 template <class Tiling>
 class TilingEngine final : public EngineBase<TilingEngine<Tiling>> {
  public:
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
   explicit TilingEngine(const EngineOptions& o) : o_(o) {}
   std::string name() const override { return Tiling::kName; }
   std::string describe() const override {
@@ -35,5 +36,13 @@ class TilingEngine final : public EngineBase<TilingEngine<Tiling>> {
  private:
   EngineOptions o_;
 };
+
+// The registry entry of a tiling engine.
+template <class Tiling>
+EngineInfo tiling_engine_info(std::string summary) {
+  EngineInfo e = engine_entry<TilingEngine<Tiling>>(Tiling::kName, std::move(summary));
+  e.tiled = true;
+  return e;
+}
 
 }  // namespace distmm

@@ -59,10 +59,9 @@ struct EqualLayout {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_reference_tiling_engine(const std::string& name, const EngineOptions& o) {
-  if (name == "outer-product") return std::make_unique<TilingEngine<OuterProduct>>(o);
-  if (name == "equal-layout") return std::make_unique<TilingEngine<EqualLayout>>(o);
-  return nullptr;
+std::vector<EngineInfo> reference_tiling_engine_infos() {
+  return {tiling_engine_info<OuterProduct>("seed 004's outer-product reference tiling"),
+          tiling_engine_info<EqualLayout>("seed 004's equal-layout reference tiling")};
 }
 
 }  // namespace distmm

@@ -2,8 +2,8 @@
 
 namespace distmm {
 
-std::unique_ptr<Engine> make_winograd_engine(const EngineOptions& o) {
-  return std::make_unique<RecursiveEngine<WinogradSchedule>>(o);
+EngineInfo winograd_engine_info() {
+  return recursive_engine_info<WinogradSchedule>("Strassen-Winograd (15 additions) over BLAS, fused multi-output passes");
 }
 
 }  // namespace distmm

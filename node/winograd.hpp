@@ -1,14 +1,12 @@
 // `winograd`: the Strassen-Winograd variant (7 products, 15 additions; seed 000's W-MM, seed 003
-// Fig. 3) over BLAS. Operand sums are formed in one fused pass per side (A11, A12, A21, A22 read
-// once, S1..S4 written; likewise T1..T4), and every product that feeds several quadrants of C is
-// folded in by one multi-output pass, the others by BLAS accumulating into C (beta = 1).
-//   S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2
-//   T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12, T4 = T2 - B21
-//   P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3
-//   C11 = P1 + P2, C12 = P1 + P6 + P5 + P3, C21 = P1 + P6 + P7 - P4, C22 = P1 + P6 + P7 + P5
+// Fig. 3) over BLAS, with the coefficients of strassen_formulas.hpp. Operand sums are formed in
+// one fused pass per side (A11, A12, A21, A22 read once, S1..S4 written; likewise T1..T4), and
+// every product that feeds several quadrants of C is folded in by one multi-output pass, the
+// others by BLAS accumulating into C (beta = 1).
 #pragma once
 #include "engine.hpp"
 #include "recursive_gemm.hpp"
+#include "strassen_formulas.hpp"
 
 namespace distmm {
 
@@ -28,11 +26,17 @@ struct WinogradSchedule {
     const auto &A11 = qa[0], &A12 = qa[1], &A21 = qa[2], &A22 = qa[3];
     const auto &B11 = qb[0], &B12 = qb[1], &B21 = qb[2], &B22 = qb[3];
     const auto &C11 = qc[0], &C12 = qc[1], &C21 = qc[2], &C22 = qc[3];
-    // 4 reads, 4 writes per side.
+    // Products 0..6 are P1..P7 of kWinogradFormula. 4 reads, 4 writes per side: S1, S2, S3, S4
+    // are the A sums of P5, P6, P7, P3; T1, T2, T3, T4 the B sums of P5, P6, P7, P4.
+    constexpr const BilinearFormula& F = kWinogradFormula;
+    static_assert(feeds_only(F, 1, 0, 1) && feeds_only(F, 2, 1, 1) && feeds_only(F, 3, 2, -1),
+                  "P2 -> C11, P3 -> C12, -P4 -> C21");
+    static_assert(F.c[0][1] == F.c[5][1] && F.c[0][2] == F.c[5][2] && F.c[0][3] == F.c[5][3],
+                  "P1 and P6 meet in C12, C21 and C22 alone: U2 = P1 + P6 serves all three");
     r.template sums<4, 4>({A11, A12, A21, A22}, {t.a[0], t.a[1], t.a[2], t.a[3]},
-                           {{{0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}, {1, 1, -1, -1}}});
+                          sum_rows<T, 4>(F.a, {4, 5, 6, 2}));
     r.template sums<4, 4>({B11, B12, B21, B22}, {t.b[0], t.b[1], t.b[2], t.b[3]},
-                           {{{-1, 1, 0, 0}, {1, -1, 0, 1}, {0, -1, 0, 1}, {1, -1, -1, 1}}});
+                          sum_rows<T, 4>(F.b, {4, 5, 6, 3}));
     const auto S1 = R::temp_operand(t.a[0], A11), S2 = R::temp_operand(t.a[1], A11),
                S3 = R::temp_operand(t.a[2], A11), S4 = R::temp_operand(t.a[3], A11);
     const auto T1 = R::temp_operand(t.b[0], B11), T2 = R::temp_operand(t.b[1], B11),
@@ -49,21 +53,22 @@ struct WinogradSchedule {
       r.multiply(d, A11, B11, Z, alpha, false);   // Z = P1
       r.multiply(d, A12, B21, C11, alpha, acc);   // C11 (+)= P2
     });
-    r.template combine<1, 1>(h, w, {Z.in()}, {C11.out(true)}, {{{1}}});  // C11 += P1
+    r.template combine<1, 1>(h, w, {Z.in()}, {C11.out(true)},
+                             c_coefficients<T, 1, 1>(F, {0}, {0}));  // C11 += P1
     r.independent(d, h, w, kk, [&] {
       r.multiply(d, S2, T2, Z, alpha, true);      // Z = U2 = P1 + P6
       r.multiply(d, S3, T3, W, alpha, false);     // W = P7
       r.multiply(d, S1, T1, V, alpha, false);     // V = P5
     });
     r.template combine<3, 3>(h, w, {Z.in(), W.in(), V.in()}, {C12.out(acc), C21.out(acc), C22.out(acc)},
-                           {{{1, 0, 1}, {1, 1, 0}, {1, 1, 1}}});
+                             c_coefficients<T, 3, 3>(F, {0, 6, 4}, {1, 2, 3}));
     r.independent(d, h, w, kk, [&] {
       r.multiply(d, S4, B22, C12, alpha, true);   // C12 += P3
-      r.multiply(d, A22, T4, C21, -alpha, true);  // C21 -= P4
+      r.multiply(d, A22, T4, C21, T(F.c[3][2]) * alpha, true);  // C21 -= P4
     });
   }
 };
 
-std::unique_ptr<Engine> make_winograd_engine(const EngineOptions& opts);
+EngineInfo winograd_engine_info();
 
 }  // namespace distmm

@@ -74,6 +74,36 @@ if "$mpiexec" -n 8 --oversubscribe "$bin" run --size 33 --algo dns --verify full
    grep -q "full: PASSED" "$tmp/out"; then ok "mpirun -n 8 dns"
 else bad "mpirun -n 8 dns: $(cat "$tmp/out")"; fi
 
+# Complex types through every classical algorithm and CAPS, a complex alpha and beta, the JSON
+# record of a complex scalar, and Strassen-like engines on complex operands.
+for spec in "4 summa" "4 cannon" "4 scalapack" "8 dns" "7 caps" "1 auto"; do
+  set -- $spec
+  for dt in c32 c64; do
+    rm -f "$tmp/z.json"
+    if "$mpiexec" -n "$1" --oversubscribe "$bin" run --m 29 --n 31 --k 37 --algo "$2" --dtype $dt \
+         --alpha 1.5-2j --beta 0.5j --verify full --threads 1 --json "$tmp/z.json" >"$tmp/out" 2>&1 &&
+       grep -q "full: PASSED" "$tmp/out" &&
+       /usr/bin/python3 -c "import json,sys; r=json.loads(open(sys.argv[1]).read()); assert r['dtype']=='$dt' and r['alpha']==[1.5,-2.0] and r['beta']==[0.0,0.5] and r['passed']" "$tmp/z.json"; then
+      ok "mpirun -n $1 $2 $dt"
+    else bad "mpirun -n $1 $2 $dt: $(cat "$tmp/out")"; fi
+  done
+done
+for spec in "strassen --levels 1 --cutoff 16" "strassen-lowmem --levels 1 --cutoff 16" \
+            "winograd --levels 2 --cutoff 16" "mmra-tradeoff --block 16"; do
+  engine=${spec%% *}
+  if "$mpiexec" -n 4 --oversubscribe "$bin" run --size 150 --dtype c64 --engine $spec \
+       --threads 1 --verify full >"$tmp/out" 2>&1 && grep -q "full: PASSED" "$tmp/out"; then
+    ok "c64 with $engine"
+  else bad "c64 with $engine: $(cat "$tmp/out")"; fi
+done
+if "$bin" accuracy --n 40 --levels 1 --dtype c32 >"$tmp/out" 2>&1 && grep -qE "identity +winograd +1 " "$tmp/out"; then
+  ok "accuracy c32"
+else bad "accuracy c32: $(cat "$tmp/out")"; fi
+if "$bin" info >"$tmp/out" 2>&1 && grep -qE "c64 +16 bytes, BLAS z, NumPy <c16" "$tmp/out" &&
+   grep -qE "winograd +host +f32, f64, c32, c64" "$tmp/out"; then
+  ok "info lists the dtypes and each engine's"
+else bad "info dtypes: $(cat "$tmp/out")"; fi
+
 # The plotting script on the JSON lines of real runs.
 rm -f "$tmp/p.json"
 for a in summa scalapack; do
@@ -96,7 +126,11 @@ expect_error "mem-limit" "per rank" 0 run --size 1000 --mem-limit 1M
 expect_error "bad mem-limit" "not a size" 0 run --mem-limit lots
 expect_error "unknown algo" "use one of auto" 0 run --algo fast
 expect_error "unknown engine" "use one of" 0 run --engine turbo
-expect_error "unknown dtype" "use f32 or f64" 0 run --dtype f16
+expect_error "unknown dtype" "use f32, f64, c32, c64" 0 run --dtype f16
+expect_error "complex alpha, real dtype" "use --dtype c32 or c64" 0 run --alpha 1+2j
+expect_error "bad alpha" "is not a number" 0 run --alpha 1+j2
+expect_error "bad op" "use N, T or C" 0 run --a x.npy --b y.npy --out z.npy --transa=X
+expect_error "accuracy unknown dtype" "use f32, f64, c32, c64" 0 accuracy --dtype q8
 expect_error "unknown verify" "none, freivalds or full" 0 run --verify maybe
 expect_error "unknown flag" "--help" 0 run --frobnicate
 expect_error "non-number" "--help" 0 run --m twelve

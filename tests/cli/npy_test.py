@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """distmm on users' .npy files, checked against numpy.matmul: every algorithm at 1, 4, 6 and 9
-ranks, C and Fortran order, transposes, alpha/beta with C0, float32 and float64; every bad-file
+ranks, C and Fortran order, transposes, alpha/beta with C0, float32, float64, complex64 and
+complex128 (conjugate transposes, complex alpha/beta); every bad-file
 case ends with exit code 2, one line naming the file, and no output file (nor temporary) left.
 usage: npy_test.py DISTMM MPIEXEC"""
 import os
@@ -70,6 +71,39 @@ with tempfile.TemporaryDirectory() as d:
           np.allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-5),
           f"float32 inputs: {r.stderr.strip()}")
 
+    # Complex files (<c8, <c16), C and Fortran order, op = N, T and C (conjugate transpose),
+    # a complex alpha and beta, on several rank counts and algorithms.
+    rng = np.random.default_rng(5)
+    za = rng.standard_normal((23, 17)) + 1j * rng.standard_normal((23, 17))
+    zb = rng.standard_normal((17, 19)) + 1j * rng.standard_normal((17, 19))
+    zc = rng.standard_normal((23, 19)) + 1j * rng.standard_normal((23, 19))
+    np.save(f"{d}/ZA.npy", za)
+    np.save(f"{d}/ZAH.npy", np.asfortranarray(za.conj().T))  # A^H stored: --transa=C gives A back
+    np.save(f"{d}/ZBT.npy", zb.T.copy())
+    np.save(f"{d}/ZB.npy", zb)
+    np.save(f"{d}/ZC.npy", zc)
+    np.save(f"{d}/ZA8.npy", za.astype(np.complex64))
+    np.save(f"{d}/ZB8.npy", zb.astype(np.complex64))
+    alpha, beta = 1.5 - 2j, 0.5j
+    zref = alpha * za @ zb + beta * zc
+    for P, algo in [(0, "summa"), (4, "cannon"), (4, "scalapack"), (6, "summa"), (7, "caps"), (8, "dns")]:
+        for args, want in [(["--a", "ZA.npy", "--b", "ZB.npy"], za @ zb),
+                           (["--a", "ZAH.npy", "--transa=C", "--b", "ZBT.npy", "--transb", "--c", "ZC.npy",
+                             "--alpha", "1.5-2j", "--beta", "0.5j"], zref)]:
+            out = f"zout_{P}_{algo}.npy"
+            r = run(P, args + ["--out", out, "--algo", algo, "--verify", "full"], d)
+            ok = r.returncode == 0 and os.path.exists(f"{d}/{out}")
+            if ok:
+                got = np.load(f"{d}/{out}")
+                ok = got.dtype == np.complex128 and got.shape == want.shape and np.allclose(got, want, rtol=1e-12, atol=1e-12)
+            check(ok, f"complex P={P} {algo} {' '.join(args)}: {r.stderr.strip()[-300:]}")
+    r = run(4, ["--a", "ZA8.npy", "--b", "ZB8.npy", "--out", "z8.npy", "--engine", "winograd", "--levels", "1",
+                "--cutoff", "4"], d)
+    got = np.load(f"{d}/z8.npy") if r.returncode == 0 else None
+    check(got is not None and got.dtype == np.complex64 and
+          np.allclose(got, za.astype(np.complex64) @ zb.astype(np.complex64), rtol=1e-4, atol=1e-4),
+          f"complex64 inputs: {r.stderr.strip()}")
+
     # Bad files: exit 2, one error line naming the file, no output and no temporary left.
     with open(f"{d}/A.npy", "rb") as f:
         good = f.read()
@@ -94,6 +128,7 @@ with tempfile.TemporaryDirectory() as d:
            ("A.npy", ["--a", "A.npy", "--b", "A.npy"], "inner dimensions differ"),
            ("B.npy", ["--a", "A.npy", "--b", "B.npy", "--c", "B.npy", "--beta", "1"], "B.npy is 17 x 19"),
            ("A32.npy", ["--a", "A32.npy", "--b", "B.npy"], "convert one"),
+           ("ZA.npy", ["--a", "ZA.npy", "--b", "B.npy"], "convert one"),
            (d, ["--a", d, "--b", "B.npy"], "is a directory"),
            ("nodir", ["--a", "A.npy", "--b", "B.npy", "--out", "nodir/C.npy"], "does not exist")]
     for name, args, pattern in bad:

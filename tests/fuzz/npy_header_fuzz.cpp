@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "src/npy.hpp"
+#include "src/core/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace distmm;

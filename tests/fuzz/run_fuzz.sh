@@ -8,7 +8,7 @@ secs=${FUZZ_SECONDS:-60}
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 if [ -z "$cxx" ]; then echo "clang++ not found: bash jobs/install-deps.sh installs it"; exit 1; fi
 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I"$src" "$src/src/npy.cpp" "$src/tests/fuzz/npy_header_fuzz.cpp" -o "$build/npy_header_fuzz"
+  -I"$src" "$src/src/core/npy.cpp" "$src/tests/fuzz/npy_header_fuzz.cpp" -o "$build/npy_header_fuzz"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$src"/tests/fuzz/corpus/* "$work/"

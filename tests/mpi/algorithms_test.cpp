@@ -1,5 +1,7 @@
-// Every algorithm on every rank count it fits, on odd shapes (primes, 1, skinny, fat), both
-// dtypes, against BLAS on the gathered operands; and measured words against the analytic count.
+// Every algorithm on every rank count it fits, on odd shapes (primes, 1, skinny, fat), every
+// dtype of the list (f32, f64, c32, c64), against BLAS on the gathered operands (integer-valued
+// inputs, complex ones with integer real and imaginary parts: exact); and measured words
+// against the analytic count.
 #include <gtest/gtest.h>
 
 #include "mpi_test_util.hpp"
@@ -18,16 +20,20 @@ const Shape kShapes[] = {{1, 1, 1},   {1, 1, 13},  {13, 1, 1},  {1, 17, 1},  {7,
 
 class AlgorithmTest : public ::testing::TestWithParam<std::string> {};
 
+using Scalar = std::complex<double>;
+
 template <class T>
 void check_all_shapes(const std::string& algo, AlgoOptions opts = {}) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
+  // Complex types also get a complex alpha and beta.
+  const Scalar alpha2 = is_complex_v<T> ? Scalar(-2, 1) : Scalar(-2), beta2 = is_complex_v<T> ? Scalar(3, -1) : Scalar(3);
   for (const Shape& s : kShapes) {
-    for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-2.0, 3.0}}) {
+    for (auto [alpha, beta] : {std::pair{Scalar(1), Scalar(0)}, std::pair{alpha2, beta2}}) {
       auto o = multiply_and_compare<T>(algo, "blas", s.m, s.n, s.k, alpha, beta, opts);
       if (o.skipped) GTEST_SKIP() << o.note;
-      EXPECT_EQ(o.max_err, 0.0) << algo << " P=" << P << " " << s.m << "x" << s.n << "x" << s.k
-                                << " alpha=" << alpha << " beta=" << beta;
+      EXPECT_EQ(o.max_err, 0.0) << algo << " " << DtypeTraits<T>::name << " P=" << P << " " << s.m
+                                << "x" << s.n << "x" << s.k << " alpha=" << alpha << " beta=" << beta;
       EXPECT_TRUE(o.words_match) << algo << " " << s.m << "x" << s.n << "x" << s.k << ": "
                                  << o.note;
     }
@@ -36,6 +42,8 @@ void check_all_shapes(const std::string& algo, AlgoOptions opts = {}) {
 
 TEST_P(AlgorithmTest, DoubleMatchesBlasReference) { check_all_shapes<double>(GetParam()); }
 TEST_P(AlgorithmTest, FloatMatchesBlasReference) { check_all_shapes<float>(GetParam()); }
+TEST_P(AlgorithmTest, ComplexFloatMatchesBlasReference) { check_all_shapes<std::complex<float>>(GetParam()); }
+TEST_P(AlgorithmTest, ComplexDoubleMatchesBlasReference) { check_all_shapes<std::complex<double>>(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(All, AlgorithmTest,
                          ::testing::Values("summa", "cannon", "dns", "scalapack", "auto"));
@@ -65,36 +73,44 @@ TEST(RankCounts, WrongCountsNameTheValidOnes) {
   const int P = world.size();
   for (const char* algo : {"cannon", "dns"}) {
     try {
-      make_algorithm(algo, world, {8, 8, 8}, {});
+      make_algorithm(distmm::testing::algorithm_named(algo), world, {8, 8, 8}, {});
     } catch (const UsageError& e) {
       std::string msg = e.what();
       EXPECT_NE(msg.find("got " + std::to_string(P)), std::string::npos) << msg;
       EXPECT_NE(msg.find("--algo summa"), std::string::npos) << msg;
     }
   }
-  EXPECT_THROW(make_algorithm("strassen-magic", world, {8, 8, 8}, {}), UsageError);
+  EXPECT_THROW(distmm::testing::algorithm_named("strassen-magic"), UsageError);
 }
 
 }  // namespace
 
-// Every CPU engine as the local engine of every algorithm (integer inputs: exact).
-TEST(EnginesUnderAlgorithms, ExactWithEveryEngine) {
+// Every CPU engine as the local engine of every algorithm, every dtype (integer inputs: exact).
+template <class T>
+void engines_under_algorithms(std::complex<double> alpha, std::complex<double> beta) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   for (const char* algo : {"summa", "cannon", "dns"})
-    for (const char* engine : {"strassen", "strassen-lowmem", "winograd", "mmra-tradeoff",
-                               "outer-product"}) {
+    for (const EngineInfo& info : engine_registry()) {
+      if (info.memory != Memory::host || info.name == "blas") continue;
       EngineOptions eo;
       eo.levels = 2;
       eo.cutoff = 2;
       eo.block = 4;
       for (const Shape& s : {Shape{37, 29, 41}, Shape{16, 16, 16}, Shape{1, 9, 5}}) {
-        auto o = multiply_and_compare<double>(algo, engine, s.m, s.n, s.k, 1.0, 1.0, {}, eo);
+        auto o = multiply_and_compare<T>(algo, info.name, s.m, s.n, s.k, alpha, beta, {}, eo);
         if (o.skipped) break;
-        EXPECT_EQ(o.max_err, 0.0) << algo << "/" << engine << " P=" << P << " " << s.m << "x"
-                                  << s.n << "x" << s.k;
-        auto f = multiply_and_compare<float>(algo, engine, s.m, s.n, s.k, 2.0, 0.0, {}, eo);
-        EXPECT_EQ(f.max_err, 0.0) << algo << "/" << engine << " f32";
+        EXPECT_EQ(o.max_err, 0.0) << algo << "/" << info.name << " " << DtypeTraits<T>::name
+                                  << " P=" << P << " " << s.m << "x" << s.n << "x" << s.k;
       }
     }
+}
+
+TEST(EnginesUnderAlgorithms, ExactWithEveryEngineReal) {
+  engines_under_algorithms<double>(1.0, 1.0);
+  engines_under_algorithms<float>(2.0, 0.0);
+}
+TEST(EnginesUnderAlgorithms, ExactWithEveryEngineComplex) {
+  engines_under_algorithms<std::complex<double>>({1, -1}, {0, 2});
+  engines_under_algorithms<std::complex<float>>({2, 0}, 0.0);
 }

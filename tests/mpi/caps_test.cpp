@@ -1,5 +1,5 @@
 // CAPS on P = m * 7^k ranks: BFS-only, DFS-only and mixed step sequences, both formulas, both
-// dtypes, odd sizes (padding), against BLAS on the gathered operands (integer inputs: exact),
+// dtypes of the list, odd sizes (padding), against BLAS on the gathered operands (integer inputs: exact),
 // and measured words against the analytic count.
 #include <gtest/gtest.h>
 
@@ -30,8 +30,8 @@ TEST(Caps, StepSequencesFormulasAndDtypes) {
     for (const char* formula : {"strassen", "winograd"})
       for (const auto& sh : shapes) {
         AlgoOptions o;
-        o.caps_steps = seq;
-        o.formula = formula;
+        o.caps_steps = parse_caps_steps(seq);
+        o.formula = std::string(formula) == "winograd" ? &kWinogradFormula : &kStrassenFormula;
         auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 2.0, 0.5, o);
         ASSERT_FALSE(d.skipped) << d.note;
         EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " "
@@ -39,6 +39,14 @@ TEST(Caps, StepSequencesFormulasAndDtypes) {
         EXPECT_TRUE(d.words_match) << d.note;
         auto f = multiply_and_compare<float>("caps", "blas", sh[0], sh[1], sh[2], 1.0, 0.0, o);
         EXPECT_EQ(f.max_err, 0.0) << "f32 P=" << P << " steps '" << seq << "' " << formula;
+        // Strassen's identities hold over any ring: complex operands, complex alpha and beta.
+        auto z = multiply_and_compare<std::complex<double>>("caps", "blas", sh[0], sh[1], sh[2],
+                                                            {1, 2}, {-1, 1}, o);
+        EXPECT_EQ(z.max_err, 0.0) << "c64 P=" << P << " steps '" << seq << "' " << formula;
+        EXPECT_TRUE(z.words_match) << z.note;
+        auto c = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2],
+                                                           {0, 1}, 0.0, o);
+        EXPECT_EQ(c.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
       }
 }
 
@@ -51,18 +59,20 @@ TEST(Caps, AutomaticStepsAndStrassenEngineAtTheLeaves) {
   eo.cutoff = 2;
   auto r = multiply_and_compare<double>("caps", "winograd", 43, 43, 43, 1.0, 0.0, {}, eo);
   EXPECT_EQ(r.max_err, 0.0);
+  auto z = multiply_and_compare<std::complex<float>>("caps", "strassen-lowmem", 43, 31, 37, {2, -1}, 1.0, {}, eo);
+  EXPECT_EQ(z.max_err, 0.0);
 }
 
 TEST(Caps, WrongRankCountNamesTheValidOnes) {
   Comm world = Comm::world();
   if (bfs_steps_for(world.size()) >= 0) {
     AlgoOptions o;
-    o.caps_steps = "BBBBBBBBB";  // more BFS steps than 7-factors
-    EXPECT_THROW(make_algorithm("caps", world, {8, 8, 8}, o), UsageError);
+    o.caps_steps = parse_caps_steps("BBBBBBBBB");  // more BFS steps than 7-factors
+    EXPECT_THROW(make_algorithm(Algorithm::caps, world, {8, 8, 8}, o), UsageError);
     return;
   }
   try {
-    make_algorithm("caps", world, {8, 8, 8}, {});
+    make_algorithm(Algorithm::caps, world, {8, 8, 8}, {});
     FAIL() << "no error";
   } catch (const UsageError& e) {
     std::string msg = e.what();

@@ -9,7 +9,8 @@ using namespace distmm;
 
 TEST(Distribution, ScatterGatherRoundTripOnEveryLayout) {
   Comm world = Comm::world();
-  for (const char* algo : {"summa", "cannon", "dns", "scalapack", "caps"}) {
+  for (Algorithm algo : {Algorithm::summa, Algorithm::cannon, Algorithm::dns, Algorithm::scalapack,
+                         Algorithm::caps}) {
     std::unique_ptr<DistAlgorithm> a;
     try {
       AlgoOptions o;
@@ -28,10 +29,10 @@ TEST(Distribution, ScatterGatherRoundTripOnEveryLayout) {
       DistMatrix<double> M(rows, cols, *p), R(rows, cols, *p);
       scatter_from_root(whole, M, world);
       fill_random(R, 3, Stream::A, Fill::uniform);
-      for (index_t t = 0; t < M.local.size(); ++t) ASSERT_EQ(M.local.data()[t], R.local.data()[t]) << algo;
+      for (index_t t = 0; t < M.local.size(); ++t) ASSERT_EQ(M.local.data()[t], R.local.data()[t]) << to_string(algo);
       Matrix<double> back = gather_to_root(M, world);
       if (world.rank() == 0)
-        for (index_t t = 0; t < back.size(); ++t) ASSERT_EQ(back.data()[t], whole.data()[t]) << algo;
+        for (index_t t = 0; t < back.size(); ++t) ASSERT_EQ(back.data()[t], whole.data()[t]) << to_string(algo);
     }
   }
 }

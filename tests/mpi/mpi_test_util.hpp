@@ -18,15 +18,33 @@ struct Outcome {
   std::string note;
 };
 
+// The algorithm of a name, as the CLI parses it (UsageError for an unknown name).
+inline Algorithm algorithm_named(const std::string& name) {
+  if (auto a = parse_algorithm(name)) return *a;
+  throw UsageError("unknown algorithm '" + name + "'");
+}
+
+// alpha or beta as T (the real part for real types).
+template <class T>
+T as_scalar(std::complex<double> v) {
+  if constexpr (is_complex_v<T>) return T(real_t<T>(v.real()), real_t<T>(v.imag()));
+  else return T(v.real());
+}
+
+// The reference's type: double, or complex<double> for complex T.
+template <class T>
+using RefType = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
+
 template <class T>
 Outcome multiply_and_compare(const std::string& algo, const std::string& engine, index_t m,
-                             index_t n, index_t k, double alpha, double beta,
-                             AlgoOptions opts = {}, EngineOptions eopts = {}) {
+                             index_t n, index_t k, std::complex<double> alpha,
+                             std::complex<double> beta, AlgoOptions opts = {},
+                             EngineOptions eopts = {}) {
   Outcome out;
   Comm world = Comm::world();
   std::unique_ptr<DistAlgorithm> a;
   try {
-    a = make_algorithm(algo, world, {m, n, k}, opts);
+    a = make_algorithm(algorithm_named(algo), world, {m, n, k}, opts);
   } catch (const UsageError& e) {
     out.skipped = true;
     out.note = e.what();
@@ -40,7 +58,7 @@ Outcome multiply_and_compare(const std::string& algo, const std::string& engine,
   fill_random(C, seed, Stream::C, Fill::integer);
   Matrix<T> c0 = gather_to_root(C, world);
   comm_counters() = CommCounters{};
-  a->multiply(*eng, T(alpha), A.local, B.local, T(beta), C.local);
+  a->multiply(*eng, as_scalar<T>(alpha), A.local, B.local, as_scalar<T>(beta), C.local);
   CommCounters mine = comm_counters();
 
   // Measured words per rank against the analytic count for this exact layout.
@@ -60,14 +78,15 @@ Outcome multiply_and_compare(const std::string& algo, const std::string& engine,
             gc = gather_to_root(C, world);
   double err = 0;
   if (world.rank() == 0) {
-    Matrix<double> ad(m, k), bd(k, n), ref(m, n);
-    for (index_t t = 0; t < ad.size(); ++t) ad.data()[t] = ga.data()[t];
-    for (index_t t = 0; t < bd.size(); ++t) bd.data()[t] = gb.data()[t];
-    for (index_t t = 0; t < ref.size(); ++t) ref.data()[t] = c0.data()[t];
-    blas_gemm<double>(Op::N, Op::N, m, n, k, alpha, ad.data(), ad.ld(), bd.data(), bd.ld(), beta,
-                      ref.data(), ref.ld());
+    using R = RefType<T>;
+    Matrix<R> ad(m, k), bd(k, n), ref(m, n);
+    for (index_t t = 0; t < ad.size(); ++t) ad.data()[t] = R(ga.data()[t]);
+    for (index_t t = 0; t < bd.size(); ++t) bd.data()[t] = R(gb.data()[t]);
+    for (index_t t = 0; t < ref.size(); ++t) ref.data()[t] = R(c0.data()[t]);
+    blas_gemm<R>(Op::N, Op::N, m, n, k, as_scalar<R>(alpha), ad.data(), ad.ld(), bd.data(),
+                 bd.ld(), as_scalar<R>(beta), ref.data(), ref.ld());
     for (index_t t = 0; t < ref.size(); ++t)
-      err = std::max(err, std::abs(double(gc.data()[t]) - ref.data()[t]));
+      err = std::max(err, std::abs(R(gc.data()[t]) - ref.data()[t]));
   }
   MPI_Bcast(&err, 1, MPI_DOUBLE, 0, world.get());
   out.max_err = err;

@@ -6,39 +6,43 @@
 
 #include "node/blas.hpp"
 #include "node/engine.hpp"
-#include "src/random.hpp"
+#include "src/core/random.hpp"
 
 using namespace distmm;
 
 namespace {
-// Independent reference: the textbook triple loop in long double.
+// Independent reference: the textbook triple loop in long double (complex<long double>).
+template <class T>
+using Wide = std::conditional_t<is_complex_v<T>, std::complex<long double>, long double>;
+template <class T>
+Wide<T> element(const Matrix<T>& X, Op op, index_t i, index_t j) {
+  const Wide<T> v = static_cast<Wide<T>>(op == Op::N ? X(i, j) : X(j, i));
+  if constexpr (is_complex_v<T>) return op == Op::C ? std::conj(v) : v;
+  else return v;
+}
 template <class T>
 void naive(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const Matrix<T>& A,
            const Matrix<T>& B, T beta, Matrix<T>& C) {
   for (index_t j = 0; j < n; ++j)
     for (index_t i = 0; i < m; ++i) {
-      long double s = 0;
-      for (index_t l = 0; l < k; ++l) {
-        T a = ta == Op::N ? A(i, l) : A(l, i);
-        T b = tb == Op::N ? B(l, j) : B(j, l);
-        s += (long double)a * b;
-      }
-      C(i, j) = T(alpha * s + (long double)beta * C(i, j));
+      Wide<T> s = 0;
+      for (index_t l = 0; l < k; ++l) s += element(A, ta, i, l) * element(B, tb, l, j);
+      C(i, j) = T(static_cast<Wide<T>>(alpha) * s + static_cast<Wide<T>>(beta) * static_cast<Wide<T>>(C(i, j)));
     }
 }
 }  // namespace
 
 template <class T>
 class BlasEngineTest : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
+using Types = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
 TYPED_TEST_SUITE(BlasEngineTest, Types);
 
 TYPED_TEST(BlasEngineTest, MatchesTripleLoopOnOddShapes) {
   using T = TypeParam;
   auto e = make_engine("blas", EngineOptions{});
   for (auto [m, n, k] : std::vector<std::array<index_t, 3>>{{1, 1, 1}, {7, 5, 3}, {13, 1, 17}, {1, 29, 1}, {31, 37, 41}}) {
-    for (Op ta : {Op::N, Op::T})
-      for (Op tb : {Op::N, Op::T}) {
+    for (Op ta : {Op::N, Op::T, Op::C})
+      for (Op tb : {Op::N, Op::T, Op::C}) {
         Matrix<T> A(ta == Op::N ? m : k, ta == Op::N ? k : m), B(tb == Op::N ? k : n, tb == Op::N ? n : k);
         Matrix<T> C(m, n), R(m, n);
         fill_random_block(A.view(), 0, 0, 3, Stream::A, Fill::integer);
@@ -87,4 +91,37 @@ TEST(Blas, IdleWorkersDoNotSpinAfterAThreadedCall) {
   blas_set_threads(saved);
   // Spinning workers burn ~0.1 s of CPU per call (0.3 s here); sleeping ones next to nothing.
   EXPECT_LT(idle, 0.06) << "CPU seconds used while the process slept after 3 threaded calls";
+}
+
+namespace {
+// An engine that, like gpu-tiled, supports the real types only.
+class RealOnlyEngine final : public EngineBase<RealOnlyEngine> {
+ public:
+  static constexpr DtypeSet kDtypes = DtypeSet::real();
+  std::string name() const override { return "real-only"; }
+  template <class T>
+  void run(Op, Op, index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, T, T* C, index_t) {
+    C[0] = T(42);
+  }
+};
+}  // namespace
+
+TEST(EngineRegistry, EveryEngineNamesItsDtypesAndUnsupportedOnesAreAClearError) {
+  for (const EngineInfo& e : engine_registry()) {
+    EXPECT_FALSE(e.dtypes.names().empty()) << e.name;
+    EXPECT_EQ(&engine_info(e.name), &e);
+    if (e.memory == Memory::host) EXPECT_EQ(e.make({})->dtypes().names(), e.dtypes.names()) << e.name;
+  }
+  RealOnlyEngine r;
+  double c = 0;
+  r.gemm(Op::N, Op::N, 1, 1, 1, 1.0, &c, 1, &c, 1, 0.0, &c, 1);
+  EXPECT_EQ(c, 42.0);
+  std::complex<float> z = 0;
+  try {
+    r.gemm(Op::N, Op::N, 1, 1, 1, std::complex<float>(1), &z, 1, &z, 1, std::complex<float>(0), &z, 1);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "engine 'real-only' supports f32, f64, not c32: use --engine blas or another dtype");
+  }
 }

@@ -1,5 +1,6 @@
 // The Strassen-like engines against BLAS: every engine, levels 0 to 3, odd shapes (primes, 1,
-// skinny), both dtypes, alpha/beta, transposes. Integer-valued inputs keep every sum and product
+// skinny), every dtype of the list (f32, f64, c32, c64), alpha/beta, transposes and (complex)
+// conjugate transposes. Integer-valued inputs keep every sum and product
 // exact, so results must equal BLAS's bit for bit; uniform inputs check the error bound.
 #include <gtest/gtest.h>
 
@@ -7,7 +8,7 @@
 
 #include "node/blas.hpp"
 #include "node/engine.hpp"
-#include "src/random.hpp"
+#include "src/core/random.hpp"
 
 using namespace distmm;
 
@@ -19,6 +20,18 @@ struct Case {
 const Case kCases[] = {{1, 1, 1}, {2, 2, 2}, {8, 8, 8}, {17, 19, 23}, {1, 33, 40}, {40, 1, 33},
                        {33, 40, 1}, {64, 64, 64}, {61, 3, 97}, {128, 96, 80}, {127, 131, 129}};
 const char* kEngines[] = {"strassen", "strassen-lowmem", "winograd"};
+
+template <class T>
+T scalar(std::complex<double> v) {
+  if constexpr (is_complex_v<T>) return T(real_t<T>(v.real()), real_t<T>(v.imag()));
+  else return T(v.real());
+}
+// The ops worth testing for T: conjugate transposes only where they differ from transposes.
+template <class T>
+std::vector<Op> ops() {
+  if constexpr (is_complex_v<T>) return {Op::N, Op::T, Op::C};
+  else return {Op::N, Op::T};
+}
 
 template <class T>
 void fill(Matrix<T>& M, Stream s, Fill f) {
@@ -38,8 +51,8 @@ std::pair<double, double> compare(Engine& e, Op ta, Op tb, const Case& c, T alph
                R.ld());
   double diff = 0, ref = 0;
   for (index_t t = 0; t < C.size(); ++t) {
-    diff = std::max(diff, std::abs(double(C.data()[t]) - double(R.data()[t])));
-    ref = std::max(ref, std::abs(double(R.data()[t])));
+    diff = std::max(diff, std::abs(std::complex<double>(C.data()[t]) - std::complex<double>(R.data()[t])));
+    ref = std::max(ref, std::abs(std::complex<double>(R.data()[t])));
   }
   if (std::isnan(diff)) diff = INFINITY;
   return {diff, ref};
@@ -47,7 +60,7 @@ std::pair<double, double> compare(Engine& e, Op ta, Op tb, const Case& c, T alph
 
 template <class T>
 class StrassenEngines : public ::testing::Test {};
-using Types = ::testing::Types<float, double>;
+using Types = ::testing::Types<float, double, std::complex<float>, std::complex<double>>;
 TYPED_TEST_SUITE(StrassenEngines, Types);
 
 TYPED_TEST(StrassenEngines, ExactOnIntegerInputsAtEveryLevel) {
@@ -59,10 +72,12 @@ TYPED_TEST(StrassenEngines, ExactOnIntegerInputsAtEveryLevel) {
       o.cutoff = 2;  // recurse even on tiny blocks, to exercise peeling at every depth
       auto e = make_engine(name, o);
       for (const Case& c : kCases)
-        for (Op ta : {Op::N, Op::T})
-          for (Op tb : {Op::N, Op::T})
-            for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-2.0, 1.0}, std::pair{3.0, -0.5}}) {
-              auto [diff, ref] = compare<T>(*e, ta, tb, c, T(alpha), T(beta), Fill::integer);
+        for (Op ta : ops<T>())
+          for (Op tb : ops<T>())
+            for (auto [alpha, beta] : {std::pair<std::complex<double>, std::complex<double>>{1.0, 0.0},
+                                       {-2.0, 1.0}, {3.0, -0.5}, {{1, -1}, {0, 2}}}) {
+              if (!is_complex_v<T> && (alpha.imag() != 0 || beta.imag() != 0)) continue;
+              auto [diff, ref] = compare<T>(*e, ta, tb, c, scalar<T>(alpha), scalar<T>(beta), Fill::integer);
               ASSERT_EQ(diff, 0.0) << name << " L=" << levels << " " << c.m << "x" << c.n << "x"
                                    << c.k << " ta=" << int(ta) << " tb=" << int(tb)
                                    << " alpha=" << alpha << " beta=" << beta;
@@ -72,7 +87,7 @@ TYPED_TEST(StrassenEngines, ExactOnIntegerInputsAtEveryLevel) {
 
 TYPED_TEST(StrassenEngines, UniformInputsWithinTheLevelBound) {
   using T = TypeParam;
-  const double u = std::is_same_v<T, float> ? 6e-8 : 1.1e-16;
+  const double u = DtypeTraits<T>::unit_roundoff * 1.01;
   for (const char* name : kEngines)
     for (int levels = 1; levels <= 3; ++levels) {
       EngineOptions o;
@@ -108,6 +123,9 @@ TEST(Tilings, ExactOnIntegerInputsWithSmallBlocksAndCaches) {
                                  << c.m << "x" << c.n << "x" << c.k;
             auto [d2, r2] = compare<float>(*e, Op::N, Op::T, c, 1.f, 0.f, Fill::integer);
             ASSERT_EQ(d2, 0.0) << name;
+            using Z = std::complex<double>;
+            auto [d3, r3] = compare<Z>(*e, ta == Op::T ? Op::C : ta, Op::N, c, Z(1, -2), Z(0, 1), Fill::integer);
+            ASSERT_EQ(d3, 0.0) << name << " c64";
           }
       }
 }
@@ -120,8 +138,24 @@ TEST(StrassenEngines, AutomaticLevelsFromTheCostModel) {
     for (index_t n : {5, 120, 300}) {
       auto [diff, ref] = compare<double>(*e, Op::N, Op::N, {n, n + 1, n + 2}, 1.0, 1.0, Fill::integer);
       EXPECT_EQ(diff, 0.0) << name << " n=" << n;
-      EXPECT_NE(e->describe().find("auto (last call:"), std::string::npos) << e->describe();
+      EXPECT_NE(e->describe().find("levels auto, "), std::string::npos) << e->describe();
     }
+  }
+}
+
+// The error bound follows the levels that ran: 50 levels asked on a 40 x 40 product with cutoff
+// 8 run 3 (40 -> 20 -> 10 -> 5), and the engine says so.
+TEST(StrassenEngines, ErrorGrowthFollowsTheLevelsThatRanNotThoseAsked) {
+  for (const char* name : kEngines) {
+    EngineOptions o;
+    o.levels = 50;
+    o.cutoff = 8;
+    auto e = make_engine(name, o);
+    auto [diff, ref] = compare<double>(*e, Op::N, Op::N, {40, 40, 40}, 1.0, 0.0, Fill::integer);
+    EXPECT_EQ(diff, 0.0);
+    EXPECT_EQ(e->levels_run(), 3) << name;
+    EXPECT_EQ(e->error_growth(), std::pow(12.0, 3)) << name;
+    EXPECT_NE(e->describe().find("levels 50 asked, 3 ran"), std::string::npos) << e->describe();
   }
 }
 

@@ -86,6 +86,8 @@ std::size_t parse_bytes(const std::string& text, const std::string& flag) {
   else if (unit == "T" || unit == "TB" || unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
   if (pos == 0 || mult == 0 || !(v > 0) || !std::isfinite(v))
     throw UsageError(flag + " '" + text + "' is not a size: use e.g. 512M or 4G");
+  if (v * mult >= 0x1p62)  // beyond any machine's memory, and beyond size_t arithmetic's reach
+    throw UsageError(flag + " '" + text + "' is too large: use e.g. 512M or 4G");
   return static_cast<std::size_t>(v * mult);
 }
 

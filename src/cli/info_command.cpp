@@ -1,14 +1,14 @@
 #include <mpi.h>
 #include <omp.h>
 
-#include "../cuda/device_info.hpp"
-#include "../mpi/algorithm.hpp"
-#include "../mpi/comm.hpp"
-#include "../node/blas.hpp"
-#include "../node/engine.hpp"
+#include "../../cuda/device_info.hpp"
+#include "../../mpi/algorithm.hpp"
+#include "../../mpi/comm.hpp"
+#include "../../mpi/run.hpp"
+#include "../../node/blas.hpp"
+#include "../../node/engine.hpp"
+#include "../core/system.hpp"
 #include "commands.hpp"
-#include "run_command.hpp"
-#include "system.hpp"
 
 namespace distmm {
 
@@ -40,7 +40,17 @@ int info_command(std::ostream& os, int rank) {
      << "  memory available  " << available_memory_bytes() / (1 << 20) << " MiB\n"
      << "  GPUs seen         " << gpu_summary() << "\n"
      << "  algorithms        " << list(algorithm_names()) << "\n"
-     << "  engines           " << list(engine_names()) << "\n";
+     << "  dtypes            ";
+  for (Dtype d : kAllDtypes) {
+    const DtypeInfo t = distmm::info(d);
+    os << (d == kAllDtypes[0] ? "" : "                    ") << t.name << "  " << t.size
+       << " bytes, BLAS " << t.blas_letter << ", NumPy " << t.numpy_descr << ", u = " << t.unit_roundoff
+       << "\n";
+  }
+  os << "  engines\n";
+  for (const EngineInfo& e : engine_registry())
+    os << "    " << e.name << std::string(e.name.size() < 22 ? 22 - e.name.size() : 1, ' ')
+       << (e.memory == Memory::device ? "GPU   " : "host  ") << e.dtypes.names() << "\n";
   return 0;
 }
 

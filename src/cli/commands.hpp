@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "types.hpp"
+#include "../core/types.hpp"
 
 namespace distmm {
 

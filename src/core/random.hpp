@@ -25,13 +25,27 @@ inline double random_value(std::uint64_t seed, Stream s, index_t i, index_t j, F
   return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
 }
 
+// Element (i, j) of the global random matrix of type T: real types take random_value itself;
+// complex types take it as the real part and an independent draw (another key) as the
+// imaginary part, so integer fills stay exact in complex arithmetic too.
+template <class T>
+T random_element(std::uint64_t seed, Stream s, index_t i, index_t j, Fill fill) {
+  const double re = random_value(seed, s, i, j, fill);
+  if constexpr (is_complex_v<T>) {
+    const double im = random_value(mix64(seed ^ 0x5851F42D4C957F2Dull), s, i, j, fill);
+    return T(static_cast<real_t<T>>(re), static_cast<real_t<T>>(im));
+  } else {
+    return static_cast<T>(re);
+  }
+}
+
 // Fills `out` with the rows/columns of the global matrix that start at (row0, col0).
 template <class T>
 void fill_random_block(MatrixView<T> out, index_t row0, index_t col0, std::uint64_t seed, Stream s,
                        Fill fill) {
   for (index_t j = 0; j < out.cols; ++j)
     for (index_t i = 0; i < out.rows; ++i)
-      out(i, j) = static_cast<T>(random_value(seed, s, row0 + i, col0 + j, fill));
+      out(i, j) = random_element<T>(seed, s, row0 + i, col0 + j, fill);
 }
 
 }  // namespace distmm

@@ -1,5 +1,6 @@
 // `distmm accuracy`: error of each engine and level against a higher-precision reference
-// (long double for f64, double for f32), on random matrices and on seed 003's test matrices
+// (long double, complex<long double> for complex types), on random matrices and on seed 003's
+// test matrices
 // A = I + u v^T, B = I - u v^T / (1 + v^T u), u_i = 1/(N+1-i), v_i = sqrt(i), whose exact
 // product is I. Prints max and mean absolute error and the relative Frobenius error.
 #include <cmath>
@@ -7,9 +8,9 @@
 #include <iostream>
 #include <vector>
 
-#include "../node/engine.hpp"
+#include "../../node/engine.hpp"
+#include "../core/random.hpp"
 #include "commands.hpp"
-#include "random.hpp"
 
 namespace distmm {
 namespace {
@@ -18,11 +19,15 @@ struct Errors {
   double max_abs = 0, mean_abs = 0, rel_frobenius = 0;
 };
 
+// The reference's type: long double, or complex<long double> for complex inputs.
+template <class T>
+using Ref = std::conditional_t<is_complex_v<T>, std::complex<long double>, long double>;
+
 template <class T>
 void make_inputs(const std::string& matrices, index_t n, Matrix<T>& A, Matrix<T>& B,
-                 std::vector<long double>& ref) {
+                 std::vector<Ref<T>>& ref) {
   A.resize(n, n), B.resize(n, n);
-  ref.assign(static_cast<std::size_t>(n * n), 0.0L);
+  ref.assign(static_cast<std::size_t>(n * n), Ref<T>(0));
   if (matrices == "identity") {
     std::vector<long double> u(n), v(n);
     long double vtu = 0;
@@ -33,8 +38,8 @@ void make_inputs(const std::string& matrices, index_t n, Matrix<T>& A, Matrix<T>
     }
     for (index_t j = 0; j < n; ++j)
       for (index_t i = 0; i < n; ++i) {
-        A(i, j) = static_cast<T>((i == j) + u[i] * v[j]);
-        B(i, j) = static_cast<T>((i == j) - u[i] * v[j] / (1 + vtu));
+        A(i, j) = static_cast<T>(static_cast<real_t<T>>((i == j) + u[i] * v[j]));
+        B(i, j) = static_cast<T>(static_cast<real_t<T>>((i == j) - u[i] * v[j] / (1 + vtu)));
       }
   } else {
     fill_random_block(A.view(), 0, 0, 11, Stream::A, Fill::uniform);
@@ -43,24 +48,24 @@ void make_inputs(const std::string& matrices, index_t n, Matrix<T>& A, Matrix<T>
   // Reference on the rounded inputs, in long double (identity inputs: rounded, so not exactly I).
   for (index_t j = 0; j < n; ++j)
     for (index_t l = 0; l < n; ++l) {
-      long double b = B(l, j);
-      for (index_t i = 0; i < n; ++i) ref[i + j * n] += static_cast<long double>(A(i, l)) * b;
+      const Ref<T> b = static_cast<Ref<T>>(B(l, j));
+      for (index_t i = 0; i < n; ++i) ref[i + j * n] += static_cast<Ref<T>>(A(i, l)) * b;
     }
 }
 
 template <class T>
 Errors measure(Engine& e, const Matrix<T>& A, const Matrix<T>& B,
-               const std::vector<long double>& ref, index_t n) {
+               const std::vector<Ref<T>>& ref, index_t n) {
   Matrix<T> C(n, n);
   C.fill(T(0));
   e.gemm(Op::N, Op::N, n, n, n, T(1), A.data(), A.ld(), B.data(), B.ld(), T(0), C.data(), C.ld());
   Errors r;
   long double err2 = 0, ref2 = 0;
   for (index_t t = 0; t < n * n; ++t) {
-    long double d = std::abs(static_cast<long double>(C.data()[t]) - ref[t]);
+    long double d = std::abs(static_cast<Ref<T>>(C.data()[t]) - ref[t]);
     r.max_abs = std::max(r.max_abs, static_cast<double>(d));
     r.mean_abs += static_cast<double>(d);
-    err2 += d * d, ref2 += ref[t] * ref[t];
+    err2 += d * d, ref2 += std::norm(ref[t]);
   }
   r.mean_abs /= double(n * n);
   r.rel_frobenius = static_cast<double>(std::sqrt(err2 / ref2));
@@ -71,14 +76,12 @@ template <class T>
 void report(const AccuracyOptions& o, std::ostream& os) {
   for (const std::string& matrices : {std::string("random"), std::string("identity")}) {
     Matrix<T> A, B;
-    std::vector<long double> ref;
+    std::vector<Ref<T>> ref;
     make_inputs<T>(matrices, o.n, A, B, ref);
     for (const auto& name : o.engines)
       for (int L = 0; L <= o.max_levels; ++L) {
         // Only the Strassen-like engines have levels.
-        if (L > 0 && name.find("strassen") == std::string::npos &&
-            name.find("winograd") == std::string::npos)
-          break;
+        if (L > 0 && !engine_info(name).recursive) break;
         EngineOptions eo;
         eo.levels = L;
         eo.cutoff = 16;
@@ -98,15 +101,18 @@ int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank) {
   if (rank != 0) return 0;
   if (o.n < 1 || o.n > 4096) throw UsageError("--n must be between 1 and 4096 for accuracy runs");
   if (o.max_levels < 0 || o.max_levels > 6) throw UsageError("--levels must be between 0 and 6");
-  for (const auto& e : o.engines) make_engine(e, {});  // unknown names fail before any work
+  const auto dt = parse_dtype(o.dtype);
+  if (!dt) throw UsageError("unknown --dtype '" + o.dtype + "': use " + dtype_names(", "));
+  for (const auto& name : o.engines) {  // unknown names and dtypes fail before any work
+    const EngineInfo& e = engine_info(name);
+    if (!e.dtypes.contains(*dt)) throw_unsupported_dtype(name, e.dtypes, *dt);
+  }
   os << "accuracy: n = " << o.n << ", " << o.dtype << ", reference in "
-     << (o.dtype == "f32" ? "double" : "long double") << "\n"
+     << (is_complex(*dt) ? "complex long double" : "long double") << "\n"
      << std::left << std::setw(10) << "matrices" << std::setw(22) << "engine" << std::setw(7)
      << "levels" << std::setw(12) << "max abs" << std::setw(12) << "mean abs" << std::setw(12)
      << "rel frob" << "\n";
-  if (o.dtype == "f32") report<float>(o, os);
-  else if (o.dtype == "f64") report<double>(o, os);
-  else throw UsageError("unknown --dtype '" + o.dtype + "': use f32 or f64");
+  dispatch(*dt, [&](auto tag) { report<typename decltype(tag)::type>(o, os); });
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "types.hpp"
@@ -21,6 +22,11 @@ struct MatrixView {
     return {data + i0 + j0 * ld, r, c, ld};
   }
   bool empty() const { return rows == 0 || cols == 0; }
+  index_t size() const { return rows * cols; }
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  operator MatrixView<const U>() const {
+    return {data, rows, cols, ld};
+  }
 };
 
 // 64-byte aligned storage so that vector loads and BLAS packing start on cache lines.

@@ -33,7 +33,8 @@ NpyHeader parse_npy_header(const std::uint8_t* bytes, std::size_t size);
 // Bytes of the header for a 2-D array of this dtype, in Fortran or C order.
 std::string make_npy_header(Dtype dt, std::int64_t rows, std::int64_t cols, bool fortran_order);
 
-// '<f4' -> f32, '<f8' -> f64; anything else throws NpyError with the fix.
+// '<f4' -> f32, '<f8' -> f64, '<c8' -> c32, '<c16' -> c64 (the dtype list's descrs);
+// anything else throws NpyError with the fix.
 Dtype npy_dtype(const std::string& descr);
 
 }  // namespace distmm

@@ -146,7 +146,7 @@ NpyHeader parse_npy_header(const std::uint8_t* b, std::size_t n) {
 }
 
 std::string make_npy_header(Dtype dt, std::int64_t rows, std::int64_t cols, bool fortran_order) {
-  std::string dict = std::string("{'descr': '") + (dt == Dtype::f32 ? "<f4" : "<f8") +
+  std::string dict = std::string("{'descr': '") + info(dt).numpy_descr +
                      "', 'fortran_order': " + (fortran_order ? "True" : "False") +
                      ", 'shape': (" + std::to_string(rows) + ", " + std::to_string(cols) + "), }";
   // Version 1.0 when the header fits 16 bits; data aligned to 64 bytes; newline-terminated.
@@ -170,13 +170,17 @@ std::string make_npy_header(Dtype dt, std::int64_t rows, std::int64_t cols, bool
 }
 
 Dtype npy_dtype(const std::string& descr) {
-  if (descr == "<f4") return Dtype::f32;
-  if (descr == "<f8") return Dtype::f64;
-  if (descr == ">f4" || descr == ">f8")
+  if (auto d = parse_dtype(descr, true)) return *d;
+  // '|' and '=' mean native order, little-endian on every machine distmm builds for.
+  if (descr.size() > 1 && (descr[0] == '=' || descr[0] == '|'))
+    if (auto d = parse_dtype("<" + descr.substr(1), true)) return *d;
+  std::string known;
+  for (Dtype d : kAllDtypes) known += (known.empty() ? "" : ", ") + std::string(info(d).numpy_descr);
+  if (descr.size() > 1 && descr[0] == '>' && parse_dtype("<" + descr.substr(1), true))
     throw NpyError("holds big-endian '" + descr + "': convert with numpy's .astype('<" +
                    descr.substr(1) + "')");
-  throw NpyError("holds dtype '" + descr + "': distmm reads float32 ('<f4') and float64 ('<f8'); "
-                 "convert with numpy's .astype(np.float64)");
+  throw NpyError("holds dtype '" + descr + "': distmm reads " + known +
+                 " (float32, float64, complex64, complex128); convert with numpy's .astype(np.float64)");
 }
 
 }  // namespace distmm

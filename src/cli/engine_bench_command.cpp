@@ -10,13 +10,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "../node/blas.hpp"
-#include "../node/engine.hpp"
+#include "../../node/blas.hpp"
+#include "../../node/engine.hpp"
+#include "../core/json.hpp"
+#include "../core/random.hpp"
+#include "../core/system.hpp"
+#include "../core/timer.hpp"
 #include "commands.hpp"
-#include "random.hpp"
-#include "report.hpp"
-#include "system.hpp"
-#include "timer.hpp"
 
 namespace distmm {
 namespace {
@@ -63,14 +63,13 @@ void bench_size(const EngineBenchOptions& o, index_t n, std::ostream& os) {
   blas_set_threads(threads);
   blas_gemm<T>(Op::N, Op::N, n, n, n, T(1), A.data(), n, B.data(), n, T(0), R.data(), n);
   double rnorm = 0;
-  for (index_t t = 0; t < R.size(); ++t) rnorm += double(R.data()[t]) * double(R.data()[t]);
+  for (index_t t = 0; t < R.size(); ++t) rnorm += std::norm(std::complex<double>(R.data()[t]));
   // Warm-up round, which also checks every product against BLAS's.
   for (auto& e : entries) {
     e.engine->gemm(Op::N, Op::N, n, n, n, T(1), A.data(), n, B.data(), n, T(0), C.data(), n);
     double d = 0;
     for (index_t t = 0; t < C.size(); ++t) {
-      const double x = double(C.data()[t]) - double(R.data()[t]);
-      d += x * x;
+      d += std::norm(std::complex<double>(C.data()[t]) - std::complex<double>(R.data()[t]));
     }
     e.rel_diff = std::sqrt(d / rnorm);
   }
@@ -83,7 +82,7 @@ void bench_size(const EngineBenchOptions& o, index_t n, std::ostream& os) {
       e.seconds.push_back(sw.seconds());
     }
   const double base = median(entries[0].seconds);
-  const double flops = 2.0 * double(n) * n * n;
+  const double flops = (is_complex_v<T> ? 8.0 : 2.0) * double(n) * n * n;  // real flops
   for (auto& e : entries) {
     const double t = median(e.seconds);
     char line[512];
@@ -103,20 +102,21 @@ void bench_size(const EngineBenchOptions& o, index_t n, std::ostream& os) {
 }  // namespace
 
 int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank) {
-  if (o.dtype != "f32" && o.dtype != "f64") throw UsageError("--dtype must be f32 or f64");
+  const auto dt = parse_dtype(o.dtype);
+  if (!dt) throw UsageError("unknown --dtype '" + o.dtype + "': use " + dtype_names(", "));
   if (o.repeat < 1) throw UsageError("--repeat must be 1 or more");
   if (rank != 0) return 0;  // one process measures; other ranks would share its cores
   for (const auto& spec : o.engines) {  // bad names fail before any output
     std::string name;
-    EngineOptions eo = options_for(spec, o, name);
-    make_engine(name, eo);
+    options_for(spec, o, name);  // checks NAME:LEVELS
+    const EngineInfo& e = engine_info(name);
+    if (!e.dtypes.contains(*dt)) throw_unsupported_dtype(name, e.dtypes, *dt);
   }
   os << "| n | dtype | engine | median s | GFLOP/s | speedup vs blas | rel. diff vs blas |\n"
      << "|---|---|---|---|---|---|---|\n";
   for (long long n : o.sizes) {
     if (n < 1) throw UsageError("--sizes must be 1 or more");
-    if (o.dtype == "f32") bench_size<float>(o, n, os);
-    else bench_size<double>(o, n, os);
+    dispatch(*dt, [&](auto tag) { bench_size<typename decltype(tag)::type>(o, n, os); });
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "src/random.hpp"
+#include "src/core/random.hpp"
 
 #include <gtest/gtest.h>
 

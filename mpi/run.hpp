@@ -1,0 +1,92 @@
+// The library's whole-run entry point: generate (or read) the operands in the chosen
+// algorithm's layout, multiply, time, count, verify, write the output, and return the report.
+// `distmm run` is a thin client of it (src/cli/run_command.cpp); a program links
+// distmm::distmm and calls run() on every rank of its communicator.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../node/engine.hpp"
+#include "../src/core/random.hpp"
+#include "algorithm.hpp"
+#include "comm.hpp"
+#include "verify.hpp"
+
+namespace distmm {
+
+enum class Verify { none, freivalds, full };
+const char* to_string(Verify v);
+
+// What to multiply and how. Every field is typed; the CLI parses option strings into it.
+struct RunSpec {
+  index_t m = 1024, n = 1024, k = 1024;
+  std::optional<Dtype> dtype;  // none: the input files' dtype, else f64
+  Algorithm algo = Algorithm::automatic;
+  const EngineInfo* engine = nullptr;  // an entry of engine_registry(); null: blas
+  std::uint64_t seed = 42;
+  Fill fill = Fill::uniform;
+  int repeat = 1, warmup = 0;
+  Verify verify = Verify::freivalds;
+  int trials = 3;
+  int threads = 0;                       // 0: the node's hardware threads over its ranks
+  std::optional<std::size_t> mem_limit;  // bytes per rank; none: available memory over ranks
+  // C = alpha op(A) op(B) + beta C0; alpha, beta must be real for real dtypes.
+  std::complex<double> alpha = 1, beta = 0;
+  // Users' matrices as NumPy .npy files (C0 with beta != 0), the product written to out_path.
+  std::string a_path, b_path, c_path, out_path;
+  Op transa = Op::N, transb = Op::N;  // apply to the files
+  bool allow_nonfinite = false;       // NaN/Inf inputs: run, and verify by position
+  AlgoOptions algo_opts;
+  EngineOptions engine_opts;
+  std::function<void(int done, int total)> progress;  // after each step, on every rank
+  std::function<void()> repetition_started;          // before each timed or warm-up multiply
+};
+
+// One run's parameters and figures: the CLI prints it (src/cli/report.cpp) and --json appends
+// to_json(report) as one line.
+struct RunReport {
+  // what was run
+  std::string algo, layout, engine, engine_detail, dtype, inputs = "random", output;
+  index_t m = 0, n = 0, k = 0;
+  std::complex<double> alpha = 1, beta = 0;
+  std::string transa = "N", transb = "N";
+  int ranks = 1, threads = 1, repeat = 1, warmup = 0;
+  std::uint64_t seed = 0;
+  // time over the repetitions (max over ranks of each repetition)
+  std::vector<double> times;
+  double time_min = 0, time_median = 0, gflops = 0;  // GFLOP/s counts real flops (8mnk complex)
+  // communication per rank (comm.hpp's convention) and the analytic count for this layout
+  bool words_measured = true;
+  double words_max = 0, words_mean = 0, messages_max = 0, messages_mean = 0;
+  double analytic_words_max = 0, analytic_words_mean = 0, analytic_messages_max = 0;
+  double lower_bound_words = 0;
+  std::string lower_bound;
+  double peak_bytes = 0;  // estimated per rank
+  int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
+  double error_growth = 1;    // factor on the classical error bound: 12^(levels run + CAPS steps)
+  // verification
+  std::string verify = "none";
+  double residual = 0, tolerance = 0, rel_frobenius = -1, max_abs = -1;
+  bool passed = true;
+  std::vector<std::string> notes;  // what the reader must know (non-finite inputs, ...)
+  std::string host;
+  std::string time_stamp;
+};
+
+// Collective over `world`: every rank calls it with the same spec. Throws UsageError (on every
+// rank alike) for input that cannot run; a failed verification is report.passed == false, and
+// then nothing is written to out_path.
+RunReport run(const Comm& world, RunSpec spec);
+
+nlohmann::json to_json(const RunReport& r);
+
+// Threads per rank when the user gave none: the node's hardware threads over the node's ranks.
+int default_threads();
+
+}  // namespace distmm

@@ -1,0 +1,106 @@
+// The distmm command line: `distmm run`, `info`, `accuracy`, `engine-bench`, `tune`,
+// `gpu-bench`. Runs alone as one process (single-node development mode) or under mpirun/srun;
+// every rank parses the same arguments, so bad input is detected on all ranks alike and all
+// leave with exit code 2. The CLI is a client of the library (<distmm/distmm.hpp>).
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "../../cuda/gpu_engines.hpp"
+#include "commands.hpp"
+#include "run_command.hpp"
+
+namespace {
+
+int dispatch(int argc, char** argv, int rank) {
+  CLI::App app{"distmm: dense matrix multiplication across MPI ranks (Cannon, SUMMA, DNS, CAPS)"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every command");
+
+  distmm::RunCommandOptions ro;
+  CLI::App* run = app.add_subcommand("run", "Multiply random matrices, time, verify, report");
+  distmm::add_run_options(*run, ro);
+  CLI::App* info = app.add_subcommand("info", "Build options, MPI, BLAS, threads, GPUs, dtypes and engines");
+  distmm::AccuracyOptions ao;
+  CLI::App* acc = app.add_subcommand(
+      "accuracy", "Error per engine and level against a higher-precision reference");
+  acc->add_option("--n", ao.n, "Matrix size")->capture_default_str();
+  acc->add_option("--dtype", ao.dtype, distmm::dtype_names("|"))->capture_default_str();
+  acc->add_option("--levels", ao.max_levels, "Levels 0 to this")->capture_default_str();
+  acc->add_option("--threads", ao.threads, "Threads")->capture_default_str();
+  acc->add_option("--engines", ao.engines, "Engines to compare");
+
+  distmm::EngineBenchOptions eb;
+  CLI::App* ebench = app.add_subcommand(
+      "engine-bench", "Node engines against OpenBLAS, interleaved rounds in one process");
+  ebench->add_option("--sizes", eb.sizes, "Square sizes")->capture_default_str();
+  ebench->add_option("--engines", eb.engines, "NAME:LEVELS of each engine (blas:0 is the baseline)")
+      ->capture_default_str();
+  ebench->add_option("--dtype", eb.dtype, distmm::dtype_names("|"))->capture_default_str();
+  ebench->add_option("--repeat", eb.repeat, "Timed rounds")->capture_default_str();
+  ebench->add_option("--threads", eb.threads, "Threads (0: all hardware threads)")->capture_default_str();
+  ebench->add_option("--block", eb.block, "Block size q of the cache-aware tilings")->capture_default_str();
+  ebench->add_option("--json", eb.json, "Append one JSON line per row");
+
+  distmm::TuneOptions to;
+  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels and leaf products (seed 000, Algorithm 1)");
+  tune->add_option("--file", to.file, "Tuning file (default: $DISTMM_TUNING_FILE or ~/.cache/distmm/tuning.json)");
+  tune->add_option("--device", to.device, "GPU ordinal")->capture_default_str();
+  distmm::GpuBenchOptions bo;
+  CLI::App* gb = app.add_subcommand("gpu-bench", "cuBLAS against the GPU engines, one process");
+  gb->add_option("--sizes", bo.sizes, "Square sizes")->capture_default_str();
+  gb->add_option("--dtype", bo.dtype, "f32|f64")->capture_default_str();
+  gb->add_option("--levels", bo.levels, "Levels to run")->capture_default_str();
+  gb->add_option("--engines", bo.engines, "GPU engines to compare with cuBLAS");
+  gb->add_option("--streams", bo.streams, "Streams for independent leaf products (rows for each)")
+      ->capture_default_str();
+  gb->add_flag("--untuned-too", bo.untuned_too, "Also rows with cuBLAS's own leaf kernels");
+  gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
+  gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
+  gb->add_option("--json", bo.json, "Append one JSON line per row");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help
+      if (rank == 0) app.exit(e);
+      return 0;
+    }
+    throw distmm::UsageError(std::string(e.what()) + ": see 'distmm " +
+                             (run->parsed() ? "run " : "") + "--help'");
+  }
+
+  if (run->parsed()) return distmm::run_command(ro, rank);
+  if (info->parsed()) return distmm::info_command(std::cout, rank);
+  if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
+  if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
+  if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
+  if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int code = 0;
+  try {
+    code = dispatch(argc, argv, rank);
+  } catch (const distmm::UsageError& e) {
+    if (rank == 0) std::cerr << "distmm: error: " << e.what() << std::endl;
+    code = 2;
+  } catch (const distmm::OutputError& e) {  // thrown on every rank alike (collective checks)
+    if (rank == 0) std::cerr << "distmm: error: " << e.what() << std::endl;
+    code = 1;
+  } catch (const std::exception& e) {
+    // Not a user error and perhaps on one rank only: take every rank down rather than hang.
+    std::cerr << "distmm: internal error on rank " << rank << ": " << e.what() << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,73 @@
+#include "report.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "../core/system.hpp"
+
+namespace distmm {
+
+namespace {
+std::string sci(double v) {
+  std::ostringstream s;
+  s << std::setprecision(4) << v;
+  return s.str();
+}
+std::string sci(std::complex<double> v) {
+  if (v.imag() == 0) return sci(v.real());
+  return sci(v.real()) + (v.imag() < 0 ? "-" : "+") + sci(std::abs(v.imag())) + "i";
+}
+}  // namespace
+
+void print_report(const RunReport& r, std::ostream& os) {
+  auto row = [&](const std::string& k, const std::string& v) {
+    os << "  " << std::left << std::setw(22) << k << v << "\n";
+  };
+  os << "distmm run: " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " " << r.dtype
+     << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << "\n";
+  row("layout", r.layout);
+  row("engine", r.engine_detail);
+  row("threads per rank", std::to_string(r.threads));
+  row("inputs", r.inputs + (r.transa != "N" || r.transb != "N" ? "  (op: " + r.transa + r.transb + ")" : ""));
+  if (!r.output.empty()) row("output", r.output + (r.passed ? "" : " (not written: verification failed)"));
+  if (r.alpha != 1.0 || r.beta != 0.0) row("alpha, beta", sci(r.alpha) + ", " + sci(r.beta));
+  row("time min / median", sci(r.time_min) + " s / " + sci(r.time_median) + " s  (" +
+                               std::to_string(r.times.size()) + " run" +
+                               (r.times.size() > 1 ? "s)" : ")"));
+  row("GFLOP/s", sci(r.gflops) + (r.dtype[0] == 'c' ? "  (8mnk real flops / median time)"
+                                                      : "  (2mnk / median time)"));
+  if (r.words_measured)
+    row("words sent per rank", "max " + sci(r.words_max) + ", mean " + sci(r.words_mean) +
+                                   "  (analytic max " + sci(r.analytic_words_max) + ", mean " +
+                                   sci(r.analytic_words_mean) + ")");
+  else
+    row("words sent per rank", "not measured (library-internal); analytic max " +
+                                   sci(r.analytic_words_max) + ", mean " +
+                                   sci(r.analytic_words_mean));
+  if (r.words_measured)
+    row("messages per rank", "max " + sci(r.messages_max) + ", mean " + sci(r.messages_mean) +
+                                 "  (analytic max " + sci(r.analytic_messages_max) + ")");
+  std::string ratio;
+  if (r.lower_bound_words > 0)
+    ratio = ", measured max / bound = " +
+            sci((r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words);
+  row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
+  row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
+  if (r.verify == "none") {
+    row("verification", "none");
+  } else {
+    std::string v = r.verify + ": " + (r.passed ? "PASSED" : "FAILED") + ", residual " +
+                    sci(r.residual) + " <= " + sci(r.tolerance);
+    if (!r.passed) v = r.verify + ": FAILED, residual " + sci(r.residual) + " > " + sci(r.tolerance);
+    // where the tolerance comes from: (k + 2) u times the growth of what ran
+    v += "  (tolerance (k+2) u";
+    if (r.error_growth != 1) v += " x " + sci(r.error_growth) + " for the Strassen-like levels that ran";
+    v += ")";
+    row("verification", v);
+    if (r.rel_frobenius >= 0)
+      row("error", "relative Frobenius " + sci(r.rel_frobenius) + ", max abs " + sci(r.max_abs));
+  }
+  for (const std::string& n : r.notes) row("note", n);
+}
+
+}  // namespace distmm

@@ -1,0 +1,11 @@
+// The readable report of one run, printed on rank 0 (the JSON line is mpi/run.hpp's to_json).
+#pragma once
+#include <ostream>
+
+#include "../../mpi/run.hpp"
+
+namespace distmm {
+
+void print_report(const RunReport& r, std::ostream& os);
+
+}  // namespace distmm

@@ -1,0 +1,291 @@
+#include "run_command.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "../core/json.hpp"
+#include "../core/system.hpp"
+#include "../core/timer.hpp"
+#include "report.hpp"
+
+namespace distmm {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& v, const char* sep = "|") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// Rank 0 shows "step i of N" on a terminal once a run has lasted a few seconds.
+class Progress {
+ public:
+  Progress(bool show, std::string name) : show_(show), name_(std::move(name)) {}
+  ~Progress() {
+    if (shown_) std::cerr << "\n";
+  }
+  void operator()(int done, int total) {
+    if (!show_ || clock_.seconds() < 3.0) return;
+    std::cerr << "\r[distmm] " << name_ << ": step " << done << " of " << total << ", "
+              << static_cast<int>(clock_.seconds()) << " s" << std::flush;
+    shown_ = true;
+  }
+  void restart() { clock_ = Stopwatch(); }
+
+ private:
+  bool show_, shown_ = false;
+  std::string name_;
+  Stopwatch clock_;
+};
+
+// "1.5", "-2", "1+2j", "0.5-1i", "3j" -> a complex scalar.
+std::complex<double> parse_scalar(const std::string& text, const char* flag) {
+  const std::string bad = std::string(flag) + " '" + text +
+                          "' is not a number: give e.g. 1.5, or 1+2j for a complex scalar";
+  if (text.empty()) throw UsageError(bad);
+  std::size_t used = 0;
+  double re = 0, im = 0;
+  try {
+    const bool imag_only = text.back() == 'j' || text.back() == 'i';
+    std::string body = imag_only ? text.substr(0, text.size() - 1) : text;
+    // a real part, then optionally a signed imaginary part ending in j or i
+    double first = std::stod(body, &used);
+    if (used == body.size()) {
+      (imag_only ? im : re) = first;
+    } else {
+      if (!imag_only || (body[used] != '+' && body[used] != '-')) throw UsageError(bad);
+      re = first;
+      std::size_t used2 = 0;
+      im = std::stod(body.substr(used), &used2);
+      if (used + used2 != body.size()) throw UsageError(bad);
+    }
+  } catch (const std::logic_error&) {
+    throw UsageError(bad);
+  }
+  if (!std::isfinite(re) || !std::isfinite(im))
+    throw UsageError(std::string(flag) + " " + text + " is not finite: give a finite number");
+  return {re, im};
+}
+
+Op parse_op_option(const std::string& text, const char* flag) {
+  if (auto op = parse_op(text)) return *op;
+  throw UsageError(std::string(flag) + " '" + text + "': use N, T or C (conjugate transpose)");
+}
+
+}  // namespace
+
+void add_run_options(CLI::App& run, RunCommandOptions& o) {
+  RunSpec& s = o.spec;
+  o.app = &run;
+  run.add_option("--size", o.size, "Sets m, n and k at once (square problem; default 1024)");
+  run.add_option("--m", o.m, "Rows of A and C");
+  run.add_option("--n", o.n, "Columns of B and C");
+  run.add_option("--k", o.k, "Columns of A, rows of B");
+  run.add_option("--dtype", o.dtype, "Element type: " + dtype_names("|") + " (default: the files', else f64)");
+  run.add_option("--a", s.a_path, "A as a NumPy .npy file (2-D, <f4 <f8 <c8 <c16, C or Fortran order)");
+  run.add_option("--b", s.b_path, "B as a NumPy .npy file");
+  run.add_option("--c", s.c_path, "C0 for C = alpha op(A) op(B) + beta C0 (with --beta)");
+  run.add_option("--out", s.out_path, "Write C to this .npy file (atomically, after verification)");
+  run.add_flag("--transa{T}", o.transa,
+               "op(A) = A^T; --transa=C for the conjugate transpose A^H (complex types)");
+  run.add_flag("--transb{T}", o.transb, "op(B) = B^T; --transb=C for B^H");
+  run.add_option("--algo", o.algo, "Distributed algorithm: " + joined(algorithm_names()))
+      ->capture_default_str();
+  std::string engines;
+  for (const EngineInfo& e : engine_registry())
+    engines += "\n    " + e.name + " (" + e.dtypes.names() + (e.memory == Memory::device ? "; GPU" : "") +
+               "): " + e.summary;
+  run.add_option("--engine", o.engine, "Local engine (default blas):" + engines);
+  run.add_option("--seed", s.seed, "Seed of the random inputs")->capture_default_str();
+  run.add_option("--fill", o.fill, "Random inputs: uniform (in [-1,1)) | integer (in [-4,4])")
+      ->capture_default_str();
+  run.add_option("--repeat", s.repeat, "Timed repetitions")->capture_default_str();
+  run.add_option("--warmup", s.warmup, "Untimed repetitions before those")->capture_default_str();
+  run.add_option("--verify", o.verify, "none|freivalds|full")->capture_default_str();
+  run.add_option("--trials", s.trials, "Freivalds trials")->capture_default_str();
+  run.add_option("--alpha", o.alpha, "C = alpha A B + beta C (complex types: e.g. 1+2j)")
+      ->capture_default_str();
+  run.add_option("--beta", o.beta, "C = alpha A B + beta C (C random when beta != 0)")
+      ->capture_default_str();
+  run.add_option("--json", o.json, "Append one JSON line with every parameter and figure");
+  run.add_option("--threads", s.threads, "Threads per rank (default: the node's cores over its ranks)");
+  run.add_option("--mem-limit", o.mem_limit,
+                 "Memory per rank, e.g. 2G (default: available memory over the node's ranks)");
+  run.add_option("--panel", s.algo_opts.panel, "SUMMA panel width (default: k over the larger grid side, 256 to 4096)");
+  run.add_option("--grid-rows", s.algo_opts.grid_rows,
+                 "Process-grid rows for summa/scalapack (default: chosen from the shape)");
+  run.add_option("--nb", s.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
+  run.add_option("--caps-steps", o.caps_steps,
+                 "CAPS step sequence from the top, B = BFS, D = DFS, e.g. DBB (default: by memory)");
+  run.add_option("--formula", o.formula, "CAPS formula: strassen|winograd")->capture_default_str();
+  run.add_option("--levels", o.levels, "Recursion levels of Strassen-like engines, or auto")
+      ->capture_default_str();
+  run.add_option("--cutoff", s.engine_opts.cutoff, "Smallest dimension that still recurses")
+      ->capture_default_str();
+  run.add_option("--block", s.engine_opts.block, "Block size q of the cache-aware tilings")
+      ->capture_default_str();
+  run.add_option("--tau1", s.engine_opts.tau1, "GPU engines: below this size, plain cuBLAS")
+      ->capture_default_str();
+  run.add_option("--tau2", s.engine_opts.tau2, "GPU engines: recurse while halves stay >= this")
+      ->capture_default_str();
+  run.add_option("--gpu-streams", s.engine_opts.streams,
+                 "GPU engines: CUDA streams for independent leaf products")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  run.add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
+  run.add_flag("--allow-nonfinite", s.allow_nonfinite,
+               "Multiply inputs holding NaN or Inf (else an error naming the first); verified by position");
+}
+
+namespace {
+
+// Integer options against their ranges.
+template <class V>
+void in_range(const RunCommandOptions& o, const char* flag, V v, long long lo, long long hi,
+              const char* what = nullptr) {
+  if (!o.given(flag)) return;
+  if (static_cast<long long>(v) < lo || static_cast<long long>(v) > hi)
+    throw UsageError(std::string(flag) + " " + std::to_string(v) + " is out of range: use " +
+                     (what ? what : std::to_string(lo) + " to " + std::to_string(hi)));
+}
+
+// An option that applies only when `applies` holds: otherwise a usage error naming both options.
+void only_with(const RunCommandOptions& o, const char* flag, bool applies, const std::string& needs) {
+  if (o.given(flag) && !applies)
+    throw UsageError(std::string(flag) + " applies only " + needs + ": drop " + flag +
+                     " or change the other option");
+}
+
+// Every option against its range and against the others (after the names are parsed).
+void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
+  in_range(o, "--repeat", s.repeat, 1, 1000000);
+  in_range(o, "--warmup", s.warmup, 0, 1000000);
+  in_range(o, "--trials", s.trials, 1, 1000);
+  in_range(o, "--threads", s.threads, 0, 4096, "0 (automatic) to 4096");
+  in_range(o, "--panel", s.algo_opts.panel, 1, INT32_MAX);
+  in_range(o, "--grid-rows", s.algo_opts.grid_rows, 1, INT32_MAX);
+  in_range(o, "--nb", s.algo_opts.scalapack_nb, 1, INT32_MAX);
+  in_range(o, "--block", s.engine_opts.block, 1, 65536);
+  in_range(o, "--cutoff", s.engine_opts.cutoff, 1, INT32_MAX);
+  in_range(o, "--tau1", s.engine_opts.tau1, 1, INT32_MAX);
+  in_range(o, "--tau2", s.engine_opts.tau2, 1, INT32_MAX);
+
+  const bool files = !s.a_path.empty();
+  for (const char* f : {"--size", "--m", "--n", "--k"})
+    only_with(o, f, !files, "to generated inputs, not with --a/--b (the files give the shape)");
+  only_with(o, "--fill", !files, "to generated inputs, not with --a/--b");
+  only_with(o, "--seed", !files, "to generated inputs, not with --a/--b");
+  if (o.given("--size"))
+    for (const char* f : {"--m", "--n", "--k"})
+      if (o.given(f))
+        throw UsageError(std::string("--size and ") + f + " both set the shape: give --size alone or --m/--n/--k");
+  only_with(o, "--trials", s.verify == Verify::freivalds, "with --verify freivalds");
+
+  only_with(o, "--panel", s.algo == Algorithm::summa, "to --algo summa, not " + std::string(to_string(s.algo)));
+  only_with(o, "--grid-rows", s.algo == Algorithm::summa || s.algo == Algorithm::scalapack,
+            "to --algo summa or scalapack, not " + std::string(to_string(s.algo)));
+  only_with(o, "--nb", s.algo == Algorithm::scalapack, "to --algo scalapack, not " + std::string(to_string(s.algo)));
+  only_with(o, "--caps-steps", s.algo == Algorithm::caps, "to --algo caps, not " + std::string(to_string(s.algo)));
+  only_with(o, "--formula", s.algo == Algorithm::caps, "to --algo caps, not " + std::string(to_string(s.algo)));
+  only_with(o, "--engine", s.algo != Algorithm::scalapack,
+            "to distmm's own algorithms: --algo scalapack multiplies with ScaLAPACK's own BLAS calls");
+
+  const EngineInfo& e = *s.engine;
+  const bool gpu_recursive = e.recursive && e.memory == Memory::device;
+  const std::string engine = "--engine " + e.name;
+  only_with(o, "--levels", e.recursive, "to Strassen-like engines (strassen, strassen-lowmem, winograd, gpu-*), not " + engine);
+  only_with(o, "--cutoff", e.recursive && e.memory == Memory::host,
+            "to the CPU Strassen-like engines (strassen, strassen-lowmem, winograd; the GPU ones use --tau1/--tau2), not " + engine);
+  only_with(o, "--block", e.tiled, "to the tiling engines (mmra-*, outer-product, equal-layout), not " + engine);
+  for (const char* f : {"--tau1", "--tau2", "--gpu-streams"})
+    only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd), not " + engine);
+}
+
+}  // namespace
+
+RunSpec to_spec(const RunCommandOptions& o) {
+  RunSpec s = o.spec;
+  const index_t dflt = 1024;  // the built-in default problem
+  const index_t unset = RunCommandOptions::kUnset;
+  const index_t square = o.size != unset ? o.size : dflt;
+  s.m = o.m != unset ? o.m : square;
+  s.n = o.n != unset ? o.n : square;
+  s.k = o.k != unset ? o.k : square;
+  if (!o.dtype.empty()) {
+    s.dtype = parse_dtype(o.dtype);
+    if (!s.dtype) throw UsageError("unknown --dtype '" + o.dtype + "': use " + dtype_names(", "));
+  }
+  auto algo = parse_algorithm(o.algo);
+  if (!algo) throw UsageError("unknown algorithm '" + o.algo + "': use one of " + joined(algorithm_names(), ", "));
+  s.algo = *algo;
+  s.engine = &engine_info(o.engine);
+  if (o.verify == "none") s.verify = Verify::none;
+  else if (o.verify == "freivalds") s.verify = Verify::freivalds;
+  else if (o.verify == "full") s.verify = Verify::full;
+  else throw UsageError("unknown --verify '" + o.verify + "': use none, freivalds or full");
+  if (o.fill == "uniform") s.fill = Fill::uniform;
+  else if (o.fill == "integer") s.fill = Fill::integer;
+  else throw UsageError("unknown --fill '" + o.fill + "': use uniform or integer");
+  if (o.levels != "auto" && (o.levels.empty() || o.levels.find_first_not_of("0123456789") != std::string::npos ||
+                             o.levels.size() > 2))
+    throw UsageError("--levels '" + o.levels + "' is not a level count: use 0 to 10, or auto");
+  s.engine_opts.levels = o.levels == "auto" ? -1 : std::stoi(o.levels);
+  if (!o.mem_limit.empty()) s.mem_limit = parse_bytes(o.mem_limit, "--mem-limit");
+  if (!o.caps_steps.empty()) {
+    s.algo_opts.caps_steps = parse_caps_steps(o.caps_steps);
+    if (!s.algo_opts.caps_steps)
+      throw UsageError("--caps-steps '" + o.caps_steps + "' may hold only B (BFS) and D (DFS) steps");
+  }
+  if (o.formula == "strassen") s.algo_opts.formula = &kStrassenFormula;
+  else if (o.formula == "winograd") s.algo_opts.formula = &kWinogradFormula;
+  else throw UsageError("unknown --formula '" + o.formula + "': use strassen or winograd");
+  s.alpha = parse_scalar(o.alpha, "--alpha");
+  s.beta = parse_scalar(o.beta, "--beta");
+  s.transa = parse_op_option(o.transa, "--transa");
+  s.transb = parse_op_option(o.transb, "--transb");
+  check_combinations(o, s);
+  return s;
+}
+
+namespace {
+// The --json file is checked before the work starts, not after it: rank 0 writes it.
+std::string json_problem(const std::string& path) {
+  if (path.empty()) return "";
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "--json " + path + " is a directory: give a file name";
+    if (access(path.c_str(), W_OK) != 0) return "--json " + path + " is not writable: choose a writable path";
+    return "";
+  }
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "--json " + path + ": directory '" + dir + "' does not exist: create it or choose another path";
+  if (access(dir.c_str(), W_OK) != 0)
+    return "--json " + path + ": directory '" + dir + "' is not writable: choose another path";
+  return "";
+}
+}  // namespace
+
+int run_command(const RunCommandOptions& o, int rank) {
+  RunSpec spec = to_spec(o);
+  Comm world = Comm::world();
+  world.agree(rank == 0 ? json_problem(o.json) : "");
+  Progress progress(rank == 0 && !o.quiet && isatty(2), to_string(spec.algo));
+  spec.progress = [&progress](int done, int total) { progress(done, total); };
+  spec.repetition_started = [&progress] { progress.restart(); };
+  RunReport rec = run(world, spec);
+  if (rank == 0) {
+    if (!o.quiet || !rec.passed) print_report(rec, std::cout);
+    if (!o.json.empty()) append_json_line(o.json, to_json(rec));
+    if (!rec.passed)
+      std::cerr << "distmm: error: verification failed (residual " << rec.residual << " > "
+                << rec.tolerance << ")\n";
+  }
+  return rec.passed ? 0 : 1;
+}
+
+}  // namespace distmm
