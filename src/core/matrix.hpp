@@ -37,9 +37,20 @@ struct AlignedDeleter {
 template <class T>
 using AlignedPtr = std::unique_ptr<T[], AlignedDeleter<T>>;
 
+// rows x cols elements, refusing a product that overflows 64 bits (a size from user input must
+// never wrap to a small or negative allocation).
+inline index_t checked_elements(index_t rows, index_t cols) {
+  index_t n = 0;
+  if (rows < 0 || cols < 0 || __builtin_mul_overflow(rows, cols, &n))
+    throw UsageError("a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " matrix is beyond 64-bit sizes: use smaller sizes or more ranks");
+  return n;
+}
+
 template <class T>
 AlignedPtr<T> aligned_alloc_array(std::size_t n) {
   if (n == 0) return AlignedPtr<T>();
+  if (n > std::size_t(INT64_MAX) / sizeof(T)) throw std::bad_alloc();
   return AlignedPtr<T>(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
 }
 
@@ -51,9 +62,10 @@ class Matrix {
   Matrix(index_t rows, index_t cols) { resize(rows, cols); }
 
   void resize(index_t rows, index_t cols) {
-    if (rows * cols > capacity_) {
-      buf_ = aligned_alloc_array<T>(static_cast<std::size_t>(rows * cols));
-      capacity_ = rows * cols;
+    const index_t n = checked_elements(rows, cols);
+    if (n > capacity_) {
+      buf_ = aligned_alloc_array<T>(static_cast<std::size_t>(n));
+      capacity_ = n;
     }
     rows_ = rows;
     cols_ = cols;
