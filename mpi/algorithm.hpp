@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include <array>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,7 @@ struct GemmShape {
 };
 
 // The distributed algorithms (`--algo`); automatic picks among the classical ones.
-enum class Algorithm { automatic, summa, cannon, dns, scalapack, caps };
+enum class Algorithm { automatic, summa, cannon, dns, scalapack, caps, cuboid };
 const char* to_string(Algorithm a);                      // "summa", ..., "auto"
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 
@@ -39,6 +40,8 @@ struct AlgoOptions {
   index_t scalapack_nb = 256; // ScaLAPACK block size
   std::optional<CapsSteps> caps_steps;  // CAPS: none = chosen from the memory limit
   const BilinearFormula* formula = &kStrassenFormula;  // CAPS: the seven products
+  std::array<int, 3> cuboid_grid{0, 0, 0};  // cuboid: pm x pn x pk (0: chosen by the cost model)
+  int cuboid_steps = 0;                     // cuboid: sequential k-steps (0: by the memory limit)
   std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
   const Engine* engine = nullptr;  // CAPS: the local engine, for its memory estimate
   Dtype dtype = Dtype::f64;
@@ -61,6 +64,7 @@ struct MultiplyCall {
 // Words and messages per rank under comm.hpp's counting convention, exact for this layout.
 struct CommEstimate {
   double words_max = 0, words_mean = 0, messages_max = 0;
+  double flops_max = 0;  // the busiest rank's local multiply flops (2 per multiply-add)
 };
 
 class DistAlgorithm {
@@ -97,6 +101,10 @@ class DistAlgorithm {
   // Thm. 23.3); the local engine's own factor multiplies it.
   virtual double error_growth() const { return 1.0; }
 
+  // Why this algorithm (and grid) was chosen, when make_algorithm chose it (--algo auto).
+  const std::string& selection() const { return selection_; }
+  void set_selection(std::string why) { selection_ = std::move(why); }
+
   // Called after each step of the multiply (Cannon's shifts, SUMMA's panels, ...), for progress.
   void set_progress(std::function<void(int done, int total)> f) { progress_ = std::move(f); }
 
@@ -107,6 +115,7 @@ class DistAlgorithm {
 
  private:
   std::function<void(int, int)> progress_;
+  std::string selection_;
 };
 
 // Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype).
@@ -130,9 +139,10 @@ class AlgorithmBase : public DistAlgorithm {
 struct EstimateAccumulator {
   CommEstimate e;
   int ranks = 0;
-  void add(double words, double messages) {
+  void add(double words, double messages, double flops = 0) {
     e.words_max = std::max(e.words_max, words);
     e.messages_max = std::max(e.messages_max, messages);
+    e.flops_max = std::max(e.flops_max, flops);
     e.words_mean += words;
     ++ranks;
   }

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "algorithms.hpp"
+#include "cost_model.hpp"
 #include "grid.hpp"
 
 namespace distmm {
@@ -18,6 +19,7 @@ constexpr Entry kAlgorithms[] = {
     {Algorithm::automatic, "auto", nullptr}, {Algorithm::summa, "summa", make_summa},
     {Algorithm::cannon, "cannon", make_cannon}, {Algorithm::dns, "dns", make_dns},
     {Algorithm::scalapack, "scalapack", make_scalapack}, {Algorithm::caps, "caps", make_caps},
+    {Algorithm::cuboid, "cuboid", make_cuboid},
 };
 
 }  // namespace
@@ -58,16 +60,38 @@ std::optional<CapsSteps> parse_caps_steps(std::string_view text) {
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,
                                               const AlgoOptions& opts) {
   if (algo == Algorithm::automatic) {
-    // Of the algorithms that fit this rank count, the one whose busiest rank sends the fewest
-    // words for this shape (SUMMA always fits; Cannon on squares, DNS on cubes).
-    std::unique_ptr<DistAlgorithm> best = make_summa(world, shape, opts);
+    // Of the classical algorithms that fit this rank count, the one with the least predicted
+    // time for the busiest rank: flops over the rank's rate, bytes over bandwidth, messages
+    // times latency (cost_model.hpp; the words and messages are each algorithm's exact counts).
+    const MachineModel mm = machine_model(world);
+    const double elem = double(size_of(opts.dtype));
     const int P = world.size();
-    auto consider = [&](std::unique_ptr<DistAlgorithm> a) {
-      if (a->analytic().words_max < best->analytic().words_max) best = std::move(a);
-    };
-    if (P > 1 && exact_root(P, 2)) consider(make_cannon(world, shape, opts));
-    if (P > 1 && exact_root(P, 3)) consider(make_dns(world, shape, opts));
-    return best;
+    std::vector<std::unique_ptr<DistAlgorithm>> candidates;
+    candidates.push_back(make_summa(world, shape, opts));
+    candidates.push_back(make_cuboid(world, shape, opts));
+    if (P > 1 && exact_root(P, 2)) candidates.push_back(make_cannon(world, shape, opts));
+    if (P > 1 && exact_root(P, 3)) candidates.push_back(make_dns(world, shape, opts));
+    std::vector<double> t;
+    std::size_t best = 0;
+    for (const auto& a : candidates) {
+      const CommEstimate e = a->analytic();
+      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max));
+      if (t.back() < t[best]) best = t.size() - 1;
+    }
+    std::string why = "auto: " + candidates[best]->name() + " (" + candidates[best]->layout() +
+                      "), the least predicted time:";
+    char buf[96];
+    for (std::size_t a = 0; a < candidates.size(); ++a) {
+      std::snprintf(buf, sizeof buf, " %s %.3g s%s", candidates[a]->name().c_str(), t[a],
+                    a + 1 < candidates.size() ? "," : "");
+      why += buf;
+    }
+    std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s, %.3g GB/s, %.3g us per rank, from ",
+                  mm.flops_per_s / 1e9, mm.bytes_per_s / 1e9, mm.latency_s * 1e6);
+    why += buf + mm.source;
+    auto chosen = std::move(candidates[best]);
+    chosen->set_selection(why);
+    return chosen;
   }
   for (const Entry& e : kAlgorithms)
     if (e.algo == algo) return e.make(world, shape, opts);

@@ -1,5 +1,5 @@
 // Factories of the distributed algorithms, one file each: summa.cpp, cannon.cpp, dns.cpp,
-// scalapack.cpp, caps.cpp.
+// scalapack.cpp, caps.cpp, cuboid.cpp.
 #pragma once
 #include "algorithm.hpp"
 
@@ -10,5 +10,6 @@ std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const
 std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_scalapack(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o);
+std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const AlgoOptions& o);
 
 }  // namespace distmm

@@ -13,8 +13,10 @@ struct LowerBound {
 
 // Classical O(mnk) multiplication on P ranks with M words of memory each:
 //   memory-dependent (Irony, Toledo & Tiskin 2004):  mnk / (2 sqrt(2) P sqrt(M)) - M
-//   memory-independent (Ballard et al. SPAA 2012; Demmel et al. IPDPS 2013):
-//                                                  3 (mnk / P)^(2/3) - (mn + mk + nk) / P
+//   memory-independent for the actual shape (Demmel et al. IPDPS 2013's three cases on the
+//   sorted dimensions, constants of Al Daas et al. 2022; bounds.cpp states them):
+//     square-ish: 3 (mnk / P)^(2/3) - (mn + mk + nk) / P, and the one- and two-large-dimension
+//     forms for skewed shapes, so the bound is positive whenever data must move
 LowerBound classical_lower_bound(index_t m, index_t n, index_t k, int P, double M);
 
 // Strassen-like multiplication with exponent w0 = log2 7 (Ballard, Demmel, Holtz, Lipshitz,

@@ -48,7 +48,7 @@ class Cannon final : public AlgorithmBase<Cannon> {
           int l = (i + j + s) % q_;
           words += mi * pk_.size(l) + pk_.size(l) * nj, msgs += 2;
         }
-        acc.add(words, msgs);
+        acc.add(words, msgs, 2 * mi * nj * double(s_.k));
       }
     return acc.done(q_ * q_);
   }

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <list>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -48,9 +49,15 @@ class Requests {
   Requests& operator=(const Requests&) = delete;
   ~Requests() { wait_all(); }
   void add(MPI_Request r) { reqs_.push_back(r); }
+  // Arrays a pending collective reads until it completes (MPI-3's nonblocking collectives).
+  std::pair<std::vector<int>, std::vector<int>>& keep(std::vector<int> a, std::vector<int> b) {
+    kept_.emplace_back(std::move(a), std::move(b));
+    return kept_.back();
+  }
   void wait_all() {
     if (!reqs_.empty()) MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
     reqs_.clear();
+    kept_.clear();
   }
   // Lets MPI progress outstanding transfers (Open MPI progresses only inside MPI calls).
   void poke() {
@@ -61,6 +68,7 @@ class Requests {
 
  private:
   std::vector<MPI_Request> reqs_;
+  std::list<std::pair<std::vector<int>, std::vector<int>>> kept_;  // stable addresses
 };
 
 // Owns (or borrows, for MPI_COMM_WORLD) a communicator; frees it on destruction.
@@ -140,6 +148,43 @@ class Comm {
     MPI_Reduce(rank_ == root && in == out ? MPI_IN_PLACE : in, out, mpi_count(n), mpi_type<T>(),
                MPI_SUM, root, c_);
   }
+  // Every rank contributes counts[rank] elements and receives all of them, concatenated in rank
+  // order (displacements are the prefix sums). Charged like a broadcast of what a rank lacks:
+  // each rank is charged the words it receives from the others, and one message per other
+  // contributor.
+  template <class T>
+  void iallgatherv(const T* send, T* recv, const std::vector<index_t>& counts, Requests& rq) const {
+    std::vector<int> c(counts.size()), d(counts.size());
+    index_t at = 0, others = 0, senders = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      c[r] = mpi_count(counts[r]), d[r] = mpi_count(at), at += counts[r];
+      if (int(r) != rank_ && counts[r] > 0) others += counts[r], ++senders;
+    }
+    comm_counters().words_sent += others;
+    comm_counters().messages_sent += senders;
+    MPI_Request req;
+    // MPI-3 keeps the count arrays until completion: they live in the request list.
+    auto& keep = rq.keep(std::move(c), std::move(d));
+    MPI_Iallgatherv(send, keep.first[rank_], mpi_type<T>(), recv, keep.first.data(), keep.second.data(),
+                    mpi_type<T>(), c_, &req);
+    rq.add(req);
+  }
+  // Sums `in` (the concatenation of every rank's part, counts[r] elements each) over the ranks
+  // and leaves part `rank` in `out`. Charged to the senders: each rank sends the partial sums
+  // of the other ranks' parts once, one message per other non-empty part.
+  template <class T>
+  void reduce_scatter(const T* in, T* out, const std::vector<index_t>& counts) const {
+    std::vector<int> c(counts.size());
+    index_t others = 0, receivers = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      c[r] = mpi_count(counts[r]);
+      if (int(r) != rank_ && counts[r] > 0) others += counts[r], ++receivers;
+    }
+    comm_counters().words_sent += others;
+    comm_counters().messages_sent += receivers;
+    MPI_Reduce_scatter(in, out, c.data(), mpi_type<T>(), MPI_SUM, c_);
+  }
+
   // Not counted: used by verification and bookkeeping, outside the timed multiply.
   template <class T>
   void allreduce_sum_uncounted(T* inout, index_t n) const {

@@ -49,7 +49,7 @@ class Dns final : public AlgorithmBase<Dns> {
           if (j != l) words += mi * pk_.size(l), msgs += 1;            // A(i,l) broadcast
           if (i != l) words += pk_.size(l) * nj, msgs += 1;            // B(l,j) broadcast
           if (l != 0) words += mi * nj, msgs += 1;                     // reduction onto l = 0
-          acc.add(words, msgs);
+          acc.add(words, msgs, 2 * mi * nj * double(pk_.size(l)));
         }
     return acc.done(q_ * q_ * q_);
   }

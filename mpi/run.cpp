@@ -214,8 +214,23 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
 
 }  // namespace
 
-RunReport run(const Comm& world, RunSpec o) {
+namespace {
+
+// Everything a run decides before it allocates its matrices: checks, engine, algorithm, memory
+// plan and the report's static fields. plan() stops here; run() goes on.
+struct Prepared {
+  RunSpec o;
   Files files;
+  Dtype dt = Dtype::f64;
+  std::size_t budget = 0;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<DistAlgorithm> algo;
+  RunReport rec;
+};
+
+Prepared prepare(const Comm& world, RunSpec o) {
+  Prepared pr;
+  Files& files = pr.files;
   plan_from_files(o, world, files);
   validate(o);
   const Dtype dt = o.dtype.value_or(Dtype::f64);
@@ -283,6 +298,7 @@ RunReport run(const Comm& world, RunSpec o) {
   RunReport rec;
   rec.algo = algo->name();
   rec.layout = algo->layout();
+  rec.selection = algo->selection();
   rec.engine = algo->uses_engine() ? engine->name() : "scalapack-internal";
   rec.dtype = to_string(dt);
   rec.m = o.m, rec.n = o.n, rec.k = o.k;
@@ -307,12 +323,47 @@ RunReport run(const Comm& world, RunSpec o) {
   rec.lower_bound_words = lb.words;
   rec.lower_bound = lb.which;
 
-  std::unique_ptr<NpyOutput> out;
-  if (!o.out_path.empty()) out = std::make_unique<NpyOutput>(o.out_path, world);
-  if (o.progress) algo->set_progress(o.progress);
   if (!o.a_path.empty()) rec.inputs = o.a_path + ", " + o.b_path + (o.c_path.empty() ? "" : ", " + o.c_path);
   rec.transa = op_text(o.transa);
   rec.transb = op_text(o.transb);
+  rec.flops_max = est.flops_max;
+  pr.o = std::move(o);
+  pr.dt = dt;
+  pr.budget = budget;
+  pr.engine = std::move(engine);
+  pr.algo = std::move(algo);
+  pr.rec = std::move(rec);
+  return pr;
+}
+
+}  // namespace
+
+RunReport plan(const Comm& world, RunSpec spec) {
+  Prepared pr = prepare(world, std::move(spec));
+  RunReport& rec = pr.rec;
+  // What the run would measure: the algorithm's exact counts for this layout.
+  rec.planned = true;
+  rec.words_max = rec.analytic_words_max, rec.words_mean = rec.analytic_words_mean;
+  rec.messages_max = rec.analytic_messages_max;
+  rec.engine_detail = pr.algo->uses_engine() ? pr.engine->describe() : "ScaLAPACK's own BLAS calls";
+  rec.verify = "none (plan: nothing computed)";
+  rec.host = host_name();
+  rec.time_stamp = iso_time_now();
+  return rec;
+}
+
+RunReport run(const Comm& world, RunSpec spec) {
+  Prepared pr = prepare(world, std::move(spec));
+  const RunSpec& o = pr.o;
+  const Dtype dt = pr.dt;
+  const std::size_t budget = pr.budget;
+  Engine* engine = pr.engine.get();
+  DistAlgorithm* algo = pr.algo.get();
+  RunReport& rec = pr.rec;
+  Files& files = pr.files;
+  std::unique_ptr<NpyOutput> out;
+  if (!o.out_path.empty()) out = std::make_unique<NpyOutput>(o.out_path, world);
+  if (o.progress) algo->set_progress(o.progress);
   dispatch(dt, [&](auto tag) {
     run_typed<typename decltype(tag)::type>(o, world, *algo, *engine, rec, files, out.get(), budget);
   });
@@ -327,7 +378,7 @@ RunReport run(const Comm& world, RunSpec o) {
   rec.gflops = (is_complex(dt) ? 8.0 : 2.0) * double(o.m) * o.n * o.k / rec.time_median / 1e9;
   rec.host = host_name();
   rec.time_stamp = iso_time_now();
-  return rec;
+  return std::move(rec);
 }
 
 nlohmann::json to_json(const RunReport& r) {
@@ -337,6 +388,7 @@ nlohmann::json to_json(const RunReport& r) {
   nlohmann::json j;
   j["algo"] = r.algo;
   j["layout"] = r.layout;
+  j["selection"] = r.selection;
   j["engine"] = r.engine;
   j["engine_detail"] = r.engine_detail;
   j["dtype"] = r.dtype;
@@ -358,6 +410,8 @@ nlohmann::json to_json(const RunReport& r) {
   j["time_min"] = r.time_min;
   j["time_median"] = r.time_median;
   j["gflops"] = r.gflops;
+  j["planned"] = r.planned;
+  j["flops_max"] = r.flops_max;
   j["words_measured"] = r.words_measured;
   j["words_max"] = r.words_max;
   j["words_mean"] = r.words_mean;

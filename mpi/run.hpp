@@ -53,6 +53,7 @@ struct RunSpec {
 struct RunReport {
   // what was run
   std::string algo, layout, engine, engine_detail, dtype, inputs = "random", output;
+  std::string selection;  // why --algo auto chose this algorithm (predicted times)
   index_t m = 0, n = 0, k = 0;
   std::complex<double> alpha = 1, beta = 0;
   std::string transa = "N", transb = "N";
@@ -61,6 +62,8 @@ struct RunReport {
   // time over the repetitions (max over ranks of each repetition)
   std::vector<double> times;
   double time_min = 0, time_median = 0, gflops = 0;  // GFLOP/s counts real flops (8mnk complex)
+  bool planned = false;   // plan(): nothing ran; words are the exact counts the run would measure
+  double flops_max = 0;   // the busiest rank's local multiply flops
   // communication per rank (comm.hpp's convention) and the analytic count for this layout
   bool words_measured = true;
   double words_max = 0, words_mean = 0, messages_max = 0, messages_mean = 0;
@@ -83,6 +86,10 @@ struct RunReport {
 // rank alike) for input that cannot run; a failed verification is report.passed == false, and
 // then nothing is written to out_path.
 RunReport run(const Comm& world, RunSpec spec);
+// The same decisions without any work (no matrices, nothing computed): the algorithm and its
+// decomposition, words, messages and flops per rank (the algorithm's exact counts, which run()
+// then measures), peak memory and the bounds. Collective like run().
+RunReport plan(const Comm& world, RunSpec spec);
 
 nlohmann::json to_json(const RunReport& r);
 

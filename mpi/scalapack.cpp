@@ -127,7 +127,7 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
         double kb = double(Piece::total(cyclic_runs(s_.k, nb_, i, pr_)));
         double panels = double((s_.k + nb_ - 1) / nb_);
         acc.add(mi * (s_.k - ka) + nj * (s_.k - kb),
-                (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0));
+                (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0), 2 * mi * nj * double(s_.k));
       }
     return acc.done(pr_ * pc_);
   }

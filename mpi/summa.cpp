@@ -66,7 +66,7 @@ class Summa final : public AlgorithmBase<Summa> {
           if (p.owner_col != j) words += double(pm_.size(i)) * p.width, msgs += 1;
           if (p.owner_row != i) words += double(pn_.size(j)) * p.width, msgs += 1;
         }
-        acc.add(words, msgs);
+        acc.add(words, msgs, 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k));
       }
     return acc.done(grid_.dim(0) * grid_.dim(1));
   }

@@ -31,4 +31,15 @@ struct EngineBenchOptions {
 };
 int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank);
 
+// `distmm calibrate`: the cost model's rates on the ranks it runs on (mpi/cost_model.hpp).
+struct CalibrateOptions {
+  std::string file;  // empty: machine_model_path()
+  int threads = 0;
+};
+int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
+
+// `distmm plan --ranks P` from one process: runs the same plan under mpirun -n P (the plan of
+// P ranks is made by P ranks, so its numbers are exactly those of the run). Returns only on error.
+int plan_on_ranks(int argc, char** argv, int ranks);
+
 }  // namespace distmm

@@ -21,6 +21,16 @@ int dispatch(int argc, char** argv, int rank) {
   distmm::RunCommandOptions ro;
   CLI::App* run = app.add_subcommand("run", "Multiply random matrices, time, verify, report");
   distmm::add_run_options(*run, ro);
+  distmm::RunCommandOptions po;
+  int plan_ranks = 0;
+  CLI::App* plan = app.add_subcommand("plan", "What run would do with these options (algorithm, decomposition, words, memory, bounds), computing nothing");
+  distmm::add_run_options(*plan, po);
+  plan->add_option("--ranks", plan_ranks, "Plan for this many ranks (default: the ranks of mpirun)");
+  distmm::CalibrateOptions co;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "Measure this machine's GEMM rate per rank, bandwidth and latency for the cost model of --algo auto");
+  calibrate->add_option("--file", co.file, "Where to save (default: $DISTMM_MACHINE_FILE or ~/.cache/distmm/machine.json)");
+  calibrate->add_option("--threads", co.threads, "Threads per rank (default: the node's cores over its ranks)");
   CLI::App* info = app.add_subcommand("info", "Build options, MPI, BLAS, threads, GPUs, dtypes and engines");
   distmm::AccuracyOptions ao;
   CLI::App* acc = app.add_subcommand(
@@ -72,6 +82,20 @@ int dispatch(int argc, char** argv, int rank) {
   }
 
   if (run->parsed()) return distmm::run_command(ro, rank);
+  if (plan->parsed()) {
+    int P = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (plan_ranks < 0 || plan_ranks > 1000000)
+      throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " is out of range: use 1 to 1000000");
+    if (plan_ranks > 0 && plan_ranks != P) {
+      if (P > 1)
+        throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " but mpirun started " +
+                                 std::to_string(P) + " ranks: drop --ranks or match it");
+      return distmm::plan_on_ranks(argc, argv, plan_ranks);  // relaunches under mpirun
+    }
+    return distmm::plan_command(po, rank);
+  }
+  if (calibrate->parsed()) return distmm::calibrate_command(co, std::cout, rank);
   if (info->parsed()) return distmm::info_command(std::cout, rank);
   if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
   if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);

@@ -26,6 +26,7 @@ void print_report(const RunReport& r, std::ostream& os) {
   os << "distmm run: " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " " << r.dtype
      << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << "\n";
   row("layout", r.layout);
+  if (!r.selection.empty()) row("chosen", r.selection);
   row("engine", r.engine_detail);
   row("threads per rank", std::to_string(r.threads));
   row("inputs", r.inputs + (r.transa != "N" || r.transb != "N" ? "  (op: " + r.transa + r.transb + ")" : ""));
@@ -68,6 +69,26 @@ void print_report(const RunReport& r, std::ostream& os) {
       row("error", "relative Frobenius " + sci(r.rel_frobenius) + ", max abs " + sci(r.max_abs));
   }
   for (const std::string& n : r.notes) row("note", n);
+}
+
+void print_plan(const RunReport& r, std::ostream& os) {
+  auto row = [&](const std::string& k, const std::string& v) {
+    os << "  " << std::left << std::setw(22) << k << v << "\n";
+  };
+  os << "distmm plan: " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " " << r.dtype
+     << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << " (nothing computed)\n";
+  row("layout", r.layout);
+  if (!r.selection.empty()) row("chosen", r.selection);
+  row("engine", r.engine_detail);
+  row("words sent per rank", "max " + sci(r.words_max) + ", mean " + sci(r.words_mean) +
+                                 (r.words_measured ? "  (exact for this layout: run measures the same)"
+                                                   : "  (analytic; library-internal traffic)"));
+  row("messages per rank", "max " + sci(r.messages_max));
+  if (r.flops_max > 0) row("flops per rank", "max " + sci(r.flops_max));
+  std::string ratio;
+  if (r.lower_bound_words > 0) ratio = ", max / bound = " + sci(r.words_max / r.lower_bound_words);
+  row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
+  row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
 }
 
 }  // namespace distmm

@@ -7,5 +7,7 @@
 namespace distmm {
 
 void print_report(const RunReport& r, std::ostream& os);
+// What a run would do (plan()): decomposition, counts per rank, memory, bounds.
+void print_plan(const RunReport& r, std::ostream& os);
 
 }  // namespace distmm

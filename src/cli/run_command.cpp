@@ -289,3 +289,23 @@ int run_command(const RunCommandOptions& o, int rank) {
 }
 
 }  // namespace distmm
+
+namespace distmm {
+
+int plan_command(const RunCommandOptions& o, int rank) {
+  RunSpec spec = to_spec(o);
+  Comm world = Comm::world();
+  if (o.json != "-") world.agree(rank == 0 ? json_problem(o.json) : "");
+  RunReport rec = plan(world, spec);
+  if (rank == 0) {
+    if (o.json == "-") {
+      std::cout << to_json(rec).dump() << std::endl;
+    } else {
+      if (!o.quiet) print_plan(rec, std::cout);
+      if (!o.json.empty()) append_json_line(o.json, to_json(rec));
+    }
+  }
+  return 0;
+}
+
+}  // namespace distmm

@@ -27,5 +27,7 @@ void add_run_options(CLI::App& run, RunCommandOptions& o);
 RunSpec to_spec(const RunCommandOptions& o);
 // Returns the process exit code (0, or 1 when verification failed).
 int run_command(const RunCommandOptions& o, int rank);
+// `distmm plan`: what `run` with these options would do, computing nothing; --json FILE or -.
+int plan_command(const RunCommandOptions& o, int rank);
 
 }  // namespace distmm

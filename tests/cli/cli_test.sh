@@ -104,6 +104,33 @@ if "$bin" info >"$tmp/out" 2>&1 && grep -qE "c64 +16 bytes, BLAS z, NumPy <c16" 
   ok "info lists the dtypes and each engine's"
 else bad "info dtypes: $(cat "$tmp/out")"; fi
 
+# distmm plan: what run then measures, exactly (words, messages, peak memory, bound), under
+# mpirun and with --ranks alone; cuboid and auto on shapes and rank counts that factor badly.
+for spec in "5 cuboid 97 5 31" "7 auto 40 33 2" "6 summa 17 19 23" "4 cannon 64 64 64" "8 dns 33 20 50" \
+            "12 cuboid 3 67 200" "13 auto 200 200 200" "3 cuboid 1 1 13"; do
+  set -- $spec
+  rm -f "$tmp/plan.json" "$tmp/run.json"
+  if "$mpiexec" -n "$1" --oversubscribe "$bin" plan --algo "$2" --m "$3" --n "$4" --k "$5" --threads 1 \
+       --json "$tmp/plan.json" >/dev/null 2>"$tmp/err" &&
+     "$bin" plan --ranks "$1" --algo "$2" --m "$3" --n "$4" --k "$5" --threads 1 --json - >"$tmp/plan2.json" 2>>"$tmp/err" &&
+     "$mpiexec" -n "$1" --oversubscribe "$bin" run --algo "$2" --m "$3" --n "$4" --k "$5" --threads 1 \
+       --fill integer --verify full --json "$tmp/run.json" >/dev/null 2>>"$tmp/err" &&
+     /usr/bin/python3 -c "
+import json, sys
+p, q, r = (json.loads(open(f).read()) for f in sys.argv[1:4])
+keys = ['algo', 'layout', 'words_max', 'words_mean', 'messages_max', 'peak_bytes', 'lower_bound_words', 'flops_max']
+assert all(p[k] == r[k] == q[k] for k in keys), [(k, p[k], q[k], r[k]) for k in keys if not p[k] == q[k] == r[k]]
+assert p['planned'] and not r['planned'] and r['passed'] and p['lower_bound_words'] > 0
+" "$tmp/plan.json" "$tmp/plan2.json" "$tmp/run.json" 2>>"$tmp/err"; then
+    ok "plan = run: P=$1 $2 $3x$4x$5"
+  else bad "plan = run: P=$1 $2 $3x$4x$5: $(tail -5 "$tmp/err")"; fi
+done
+if "$mpiexec" -n 2 --oversubscribe "$bin" calibrate --file "$tmp/machine.json" >"$tmp/out" 2>&1 &&
+   DISTMM_MACHINE_FILE="$tmp/machine.json" "$mpiexec" -n 4 --oversubscribe "$bin" run --size 64 >"$tmp/out2" 2>&1 &&
+   grep -q "machine.json (distmm calibrate)" "$tmp/out2" && grep -q "auto: " "$tmp/out2"; then
+  ok "calibrate, then auto reads the model"
+else bad "calibrate: $(cat "$tmp/out" "$tmp/out2")"; fi
+
 # The plotting script on the JSON lines of real runs.
 rm -f "$tmp/p.json"
 for a in summa scalapack; do

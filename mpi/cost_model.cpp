@@ -1,0 +1,60 @@
+#include "cost_model.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace distmm {
+
+std::string machine_model_path() {
+  if (const char* p = std::getenv("DISTMM_MACHINE_FILE")) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/distmm/machine.json";
+}
+
+MachineModel machine_model(const Comm& comm) {
+  static bool cached = false;
+  static MachineModel m;
+  if (cached) return m;
+  double v[3] = {m.flops_per_s, m.bytes_per_s, m.latency_s};
+  int found = 0;
+  if (comm.rank() == 0) {
+    std::ifstream in(machine_model_path());
+    if (in) {
+      try {
+        nlohmann::json j = nlohmann::json::parse(in);
+        v[0] = j.at("flops_per_s").get<double>();
+        v[1] = j.at("bytes_per_s").get<double>();
+        v[2] = j.at("latency_s").get<double>();
+        found = v[0] > 0 && v[1] > 0 && v[2] >= 0;
+      } catch (const std::exception&) {
+        found = 0;  // unreadable: the defaults stand (the report names the source)
+      }
+      if (!found) v[0] = m.flops_per_s, v[1] = m.bytes_per_s, v[2] = m.latency_s;
+    }
+  }
+  MPI_Bcast(v, 3, MPI_DOUBLE, 0, comm.get());
+  MPI_Bcast(&found, 1, MPI_INT, 0, comm.get());
+  m.flops_per_s = v[0], m.bytes_per_s = v[1], m.latency_s = v[2];
+  if (found) m.source = machine_model_path() + " (distmm calibrate)";
+  cached = true;
+  return m;
+}
+
+void save_machine_model(const MachineModel& m, const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    for (std::size_t at = 1; at != std::string::npos; at = dir.find('/', at + 1))
+      ::mkdir(dir.substr(0, dir.find('/', at)).c_str(), 0755);
+    ::mkdir(dir.c_str(), 0755);
+  }
+  nlohmann::json j{{"flops_per_s", m.flops_per_s}, {"bytes_per_s", m.bytes_per_s}, {"latency_s", m.latency_s}};
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw UsageError("cannot write the machine model to " + path + ": choose a writable --file");
+}
+
+}  // namespace distmm

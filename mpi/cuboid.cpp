@@ -1,0 +1,276 @@
+// Cuboid: a classical algorithm that is communication-optimal on every shape and rank count,
+// with the decomposition of COSMA (Kwasniewski, Kabic, Besta, VandeVondele, Solca & Hoefler,
+// SC 2019) and of the 3-D algorithms it generalises (Agarwal et al. 1995; Solomonik & Demmel
+// 2011). The m x n x k iteration space is cut into pm x pn x pk cuboids, one per rank, with
+// pm pn pk <= P (a few ranks stay idle where P factors badly, e.g. a prime P, when the cost
+// model says so); rank (i, j, l) multiplies A(i, l) B(l, j) into a partial sum of C(i, j).
+//
+// Layout (the algorithm's own, like DNS's): A(i, l) is split by columns over the pn ranks
+// (i, *, l) that all need it, B(l, j) by columns over the pm ranks (*, j, l), and C(i, j) by
+// columns over the pk ranks (i, j, *) that sum it. So every rank starts with 1/P of each matrix,
+// and the whole communication is
+//   allgather A(i, l) among (i, *, l), allgather B(l, j) among (*, j, l), multiply,
+//   reduce-scatter C(i, j) among (i, j, *),
+// words per rank  mk/(pm pk) (pn-1)/pn + kn/(pk pn) (pm-1)/pm + mn/(pm pn) (pk-1)/pk, which the
+// grid choice minimises (with the flops per rank) and which meets the memory-independent lower
+// bound's three cases (Demmel et al., IPDPS 2013) up to the grid's rounding.
+//
+// Sequential steps: when the gathered blocks do not fit the memory limit, k is cut into s steps
+// (COSMA's sequential steps); each step gathers one k-slice of A(i, l) and B(l, j) while the
+// previous one is multiplied, so the words stay the same and the memory falls by s. The C
+// partial stays put across the steps.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "algorithms.hpp"
+#include "cost_model.hpp"
+#include "grid.hpp"
+#include "overlap.hpp"
+#include "../src/core/system.hpp"
+
+namespace distmm {
+namespace {
+
+struct CuboidGrid {
+  int pm = 1, pn = 1, pk = 1, steps = 1;
+  int used() const { return pm * pn * pk; }
+};
+
+// Peak words a rank holds (a ceiling: blocks rounded up).
+double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk), kc = std::ceil(kl / g.steps);
+  // own pieces of A, B and C, two gathered k-slices of A and B, B's send slice, the C partial
+  // and the reduced columns
+  const double own = mi * kl / g.pn + kl * nj / g.pm + mi * nj / g.pk;
+  const double slices = (g.pn > 1 ? 2 * mi * kc : 0) + (g.pm > 1 ? 2 * kc * nj + kc * nj / g.pm : 0);
+  const double partial = g.pk > 1 ? mi * nj + mi * nj / g.pk : 0;
+  return own + slices + partial;
+}
+
+class Cuboid final : public AlgorithmBase<Cuboid> {
+ public:
+  Cuboid(const Comm& world, GemmShape s, CuboidGrid g)
+      : s_(s), g_(g), P_(world.size()), rank_(world.rank()), pm_{s.m, g.pm}, pn_{s.n, g.pn},
+        pk_{s.k, g.pk} {
+    active_ = rank_ < g_.used();
+    // Every rank takes part in the splits (collective); idle ranks get no communicator.
+    if (active_) std::tie(i_, j_, l_) = coords(rank_);
+    a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
+    b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
+    c_comm_ = world.split(active_ ? i_ * g_.pn + j_ : -1, l_);
+    if (!active_) return;
+    pa_ = piece_a(i_, j_, l_), pb_ = piece_b(i_, j_, l_), pc_ = piece_c(i_, j_, l_);
+  }
+
+  std::string name() const override { return "cuboid"; }
+  std::string layout() const override {
+    std::string idle = g_.used() < P_ ? ", " + std::to_string(P_ - g_.used()) + " ranks idle" : "";
+    return std::to_string(g_.pm) + "x" + std::to_string(g_.pn) + "x" + std::to_string(g_.pk) +
+           " cuboids (m x n x k)" + idle + ", " + std::to_string(g_.steps) + " k-step" +
+           (g_.steps > 1 ? "s" : "");
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    return static_cast<std::size_t>(cuboid_peak_words(s_, g_) * double(size_of(dt))) +
+           e.workspace_bytes(pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps, dt);
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int r = 0; r < P_; ++r) {
+      if (r >= g_.used()) {
+        acc.add(0, 0, 0);
+        continue;
+      }
+      auto [i, j, l] = coords(r);
+      const double mi = double(pm_.size(i)), nj = double(pn_.size(j)), kl = double(pk_.size(l));
+      double words = 0, msgs = 0;
+      for (int c = 0; c < g_.steps; ++c) {
+        const index_t kc = step_size(l, c);
+        for (int q = 0; q < g_.pn; ++q)  // A's k-slice from the other (i, q, l)
+          if (q != j && share(kc, g_.pn, q) > 0) words += mi * double(share(kc, g_.pn, q)), msgs += 1;
+        for (int q = 0; q < g_.pm; ++q)  // B's k-slice from the other (q, j, l)
+          if (q != i && share(pn_.size(j), g_.pm, q) > 0) words += double(kc) * double(share(pn_.size(j), g_.pm, q)), msgs += 1;
+      }
+      if (g_.pk > 1)
+        for (int q = 0; q < g_.pk; ++q)  // C's partial sums of the other (i, j, q)'s columns
+          if (q != l && share(pn_.size(j), g_.pk, q) > 0) words += mi * double(share(pn_.size(j), g_.pk, q)), msgs += 1;
+      acc.add(words, msgs, 2 * mi * nj * kl);
+    }
+    return acc.done(P_);
+  }
+
+  template <class T>
+  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    if (!active_) return;
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
+    const index_t kmax = step_size(l_, 0);  // the first steps are the largest
+    const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
+    // Two of each: the next step's slices travel while this step multiplies.
+    Matrix<T> abuf[2], bbuf[2], asend[2], bsend[2];
+    for (int b = 0; b < 2; ++b) {
+      if (gather_a) abuf[b].resize(mi, kmax);
+      if (gather_b) bbuf[b].resize(kmax, nj), bsend[b].resize(kmax, share(nj, g_.pm, i_));
+    }
+    // The partial C(i, j): C itself when no layer sums it (pk = 1), else a buffer.
+    Matrix<T> partial;
+    T* cp = C.data;
+    index_t ldc = C.ld;
+    if (reduce_c) partial.resize(mi, nj), cp = partial.data(), ldc = partial.ld();
+
+    Requests pending[2];
+    const T* a_step[2] = {nullptr, nullptr};
+    const T* b_step[2] = {nullptr, nullptr};
+    index_t lda_step[2] = {mi, mi}, ldb_step[2] = {kmax, kmax};
+    index_t a_col0 = 0;  // this rank's first local column of A for the step being posted
+    auto post = [&](int c, int slot) {
+      const index_t kc = step_size(l_, c), k0 = step_begin(l_, c);
+      const index_t wa = share(kc, g_.pn, j_);
+      if (gather_a) {
+        const T* mine = A.data + a_col0 * A.ld;
+        if (A.ld != mi && wa > 0) {  // a view with a leading dimension: pack the columns
+          asend[slot].resize(mi, wa);
+          for (index_t q = 0; q < wa; ++q) std::memcpy(asend[slot].data() + q * mi, mine + q * A.ld, sizeof(T) * mi);
+          mine = asend[slot].data();
+        }
+        std::vector<index_t> counts(g_.pn);
+        for (int q = 0; q < g_.pn; ++q) counts[q] = mi * share(kc, g_.pn, q);
+        a_comm_.iallgatherv(mine, abuf[slot].data(), counts, pending[slot]);
+        a_step[slot] = abuf[slot].data(), lda_step[slot] = std::max<index_t>(mi, 1);
+      } else {
+        a_step[slot] = A.data + a_col0 * A.ld, lda_step[slot] = A.ld;
+      }
+      a_col0 += wa;
+      if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j), packed
+        const index_t wb = share(nj, g_.pm, i_);
+        T* send = bsend[slot].data();
+        for (index_t q = 0; q < wb; ++q) std::memcpy(send + q * kc, B.data + k0 + q * B.ld, sizeof(T) * kc);
+        std::vector<index_t> counts(g_.pm);
+        for (int q = 0; q < g_.pm; ++q) counts[q] = kc * share(nj, g_.pm, q);
+        b_comm_.iallgatherv(send, bbuf[slot].data(), counts, pending[slot]);
+        b_step[slot] = bbuf[slot].data(), ldb_step[slot] = std::max<index_t>(kc, 1);
+      } else {
+        b_step[slot] = B.data + k0, ldb_step[slot] = B.ld;
+      }
+    };
+
+    post(0, 0);
+    for (int c = 0; c < g_.steps; ++c) {
+      const int slot = c % 2;
+      pending[slot].wait_all();
+      Requests* next = nullptr;
+      if (c + 1 < g_.steps) post(c + 1, 1 - slot), next = &pending[1 - slot];
+      const T first = reduce_c ? T(0) : beta;
+      gemm_with_progress<T>(e, mi, nj, step_size(l_, c), alpha, a_step[slot], lda_step[slot], b_step[slot],
+                            ldb_step[slot], c == 0 ? first : T(1), cp, ldc, next);
+      step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
+    }
+    if (!reduce_c) return;
+    // Sum the pk partials and keep this rank's columns: C = sum + beta C.
+    std::vector<index_t> counts(g_.pk);
+    for (int q = 0; q < g_.pk; ++q) counts[q] = mi * share(nj, g_.pk, q);
+    Matrix<T> mine(mi, share(nj, g_.pk, l_));
+    c_comm_.reduce_scatter(partial.data(), mine.data(), counts);
+    for (index_t q = 0; q < mine.cols(); ++q)
+      for (index_t r = 0; r < mi; ++r)
+        C(r, q) = mine(r, q) + (beta == T(0) ? T(0) : beta * C(r, q));
+    step_done(g_.steps + 1, g_.steps + 1);
+  }
+
+ private:
+  // Part q of `parts` of n (the first n % parts one larger): the split of every block.
+  static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
+  static index_t share_begin(index_t n, int parts, int q) { return Partition1D{n, parts}.start(q); }
+
+  std::tuple<int, int, int> coords(int r) const {
+    return {r / (g_.pn * g_.pk), r / g_.pk % g_.pn, r % g_.pk};
+  }
+  // k-steps of layer l: step c covers [step_begin, step_begin + step_size) of the block's k.
+  index_t step_size(int l, int c) const { return share(pk_.size(l), g_.steps, c); }
+  index_t step_begin(int l, int c) const { return share_begin(pk_.size(l), g_.steps, c); }
+
+  Piece piece_a(int i, int j, int l) const {
+    Piece p;
+    if (pm_.size(i) == 0) return p;
+    for (int c = 0; c < g_.steps; ++c) {
+      const index_t kc = step_size(l, c), w = share(kc, g_.pn, j);
+      if (w > 0) p.col_runs.push_back({pk_.start(l) + step_begin(l, c) + share_begin(kc, g_.pn, j), w});
+    }
+    if (!p.col_runs.empty()) p.row_runs.push_back({pm_.start(i), pm_.size(i)});
+    else p = Piece();
+    return p;
+  }
+  Piece piece_b(int i, int j, int l) const {
+    return Piece::block(pk_.start(l), pk_.size(l), pn_.start(j) + share_begin(pn_.size(j), g_.pm, i),
+                        share(pn_.size(j), g_.pm, i));
+  }
+  Piece piece_c(int i, int j, int l) const {
+    return Piece::block(pm_.start(i), pm_.size(i), pn_.start(j) + share_begin(pn_.size(j), g_.pk, l),
+                        share(pn_.size(j), g_.pk, l));
+  }
+  GemmShape s_;
+  CuboidGrid g_;
+  int P_, rank_;
+  Partition1D pm_, pn_, pk_;
+  bool active_ = false;
+  int i_ = 0, j_ = 0, l_ = 0;
+  Comm a_comm_, b_comm_, c_comm_;
+  Piece pa_, pb_, pc_;
+};
+
+
+// Predicted seconds of a grid: the busiest rank's flops, words and messages (cost_model.hpp).
+double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
+  const double m = double(s.m), n = double(s.n), k = double(s.k);
+  const double mi = std::ceil(m / g.pm), nj = std::ceil(n / g.pn), kl = std::ceil(k / g.pk);
+  const double words = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm + mi * nj * (g.pk - 1) / g.pk;
+  const double msgs = g.steps * double((g.pn > 1) * (g.pn - 1) + (g.pm > 1) * (g.pm - 1)) + (g.pk - 1);
+  return mm.seconds(2 * mi * nj * kl, words * double(elem), msgs);
+}
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const int P = world.size();
+  const std::size_t elem = size_of(o.dtype);
+  const MachineModel mm = machine_model(world);
+  const double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size()));
+  if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
+    CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
+    if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)
+      throw UsageError("--cuboid-grid " + std::to_string(g.pm) + "x" + std::to_string(g.pn) + "x" +
+                       std::to_string(g.pk) + " needs " + std::to_string(g.used()) + " ranks but " +
+                       std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + " ranks");
+    return std::make_unique<Cuboid>(world, s, g);
+  }
+  CuboidGrid best;
+  double best_t = std::numeric_limits<double>::max();
+  // Every grid of P or slightly fewer ranks (idle ranks pay off where P factors badly), no
+  // dimension cut finer than it is long; the fewest k-steps that fit the memory.
+  const int lowest = std::max(1, int(std::floor(0.75 * P)));
+  for (int used = P; used >= lowest; --used)
+    for (int pm = 1; pm <= used; ++pm) {
+      if (used % pm || pm > std::max<index_t>(s.m, 1)) continue;
+      for (int pn = 1; pn <= used / pm; ++pn) {
+        if ((used / pm) % pn || pn > std::max<index_t>(s.n, 1)) continue;
+        const int pk = used / pm / pn;
+        if (pk > std::max<index_t>(s.k, 1)) continue;
+        CuboidGrid g{pm, pn, pk, 1};
+        const index_t kl = (s.k + pk - 1) / pk;
+        if (o.cuboid_steps > 0) g.steps = o.cuboid_steps;
+        while (o.cuboid_steps == 0 && g.steps < std::max<index_t>(kl, 1) &&
+               cuboid_peak_words(s, g) * double(elem) > limit)
+          g.steps *= 2;
+        g.steps = int(std::min<index_t>(g.steps, std::max<index_t>(kl, 1)));
+        const double t = predicted(s, g, mm, elem);
+        if (t < best_t * (1 - 1e-9)) best_t = t, best = g;
+      }
+    }
+  return std::make_unique<Cuboid>(world, s, best);
+}
+
+}  // namespace distmm

@@ -1,0 +1,620 @@
+// libdistmm_scalapack.so: ScaLAPACK's PSGEMM, PDGEMM, PCGEMM and PZGEMM (Fortran ABI) answered
+// by distmm. Load it with LD_PRELOAD in front of libscalapack, or link the CMake target
+// distmm::scalapack before ScaLAPACK.
+//
+// A call: PBLAS's argument checks (same INFO, reported through PB_Cabort as PBLAS does, so
+// PBLAS's tester sees its error exits), PBLAS's quick returns, then either the real routine
+// (small problems, found with dlsym(RTLD_NEXT)) or distmm: the grid's communicator is built
+// from the BLACS context, the algorithm (DISTMM_ALGO, default auto) chooses its layout of
+// op(A) (m x k), op(B) (k x n) and C (m x n), one MPI_Alltoallv per matrix moves the block-
+// cyclic sub-matrices (any IMB/INB, MB/NB, RSRC/CSRC, LLD, IA/JA offsets; op() applied while
+// packing) into that layout, distmm multiplies C' = alpha op(A) op(B) and one more
+// MPI_Alltoallv brings C' back, where sub(C) = beta sub(C) + C' (beta = 0: sub(C) is not read).
+//
+// Environment:
+//   DISTMM_ENGINE            node engine (default blas)
+//   DISTMM_ALGO              distributed algorithm (default auto)
+//   DISTMM_THREADS           threads per rank for the engine (default OMP_NUM_THREADS, else 1)
+//   DISTMM_SCALAPACK_MIN     m*n*k below which the real routine answers (default below)
+//   DISTMM_VERBOSE=1         one line on stderr at the first call (grid rank 0)
+//   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0)
+#include <dlfcn.h>
+#include <mpi.h>
+#include <omp.h>
+
+#include <chrono>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../node/engine.hpp"
+#include "algorithm.hpp"
+#include "comm.hpp"
+#include "partition.hpp"
+
+extern "C" {
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_get(int ctxt, int what, int* val);
+MPI_Comm Cblacs2sys_handle(int handle);
+void Cigsum2d(int ctxt, const char* scope, const char* top, int m, int n, int* A, int lda,
+              int rdest, int cdest);
+void PB_Cabort(int ctxt, const char* rout, int info);
+}
+
+namespace distmm {
+namespace {
+
+// Measured on the 2-core CI machine (2 ranks, f64, square): ScaLAPACK is faster below about
+// 256^3; see docs/performance.md. DISTMM_SCALAPACK_MIN overrides it (0: distmm answers all).
+constexpr double kDefaultMinVolume = 256.0 * 256.0 * 256.0;
+
+// PBLAS's internal descriptor (PBtools.h): the 9-entry BLOCK_CYCLIC_2D one is widened.
+enum { DTYPE_ = 0, CTXT_, M_, N_, IMB_, INB_, MB_, NB_, RSRC_, CSRC_, LLD_, DLEN_ };
+constexpr int kBlockCyclic = 1, kBlockCyclicInb = 2, kDescMult = 100, kBigNum = 10000;
+
+void desc_ftoc(const int* in, int* out) {  // PB_CargFtoC
+  if (in[0] == kBlockCyclic) {
+    out[DTYPE_] = kBlockCyclicInb;
+    out[CTXT_] = in[1], out[M_] = in[2], out[N_] = in[3];
+    out[IMB_] = out[MB_] = in[4];
+    out[INB_] = out[NB_] = in[5];
+    out[RSRC_] = in[6], out[CSRC_] = in[7], out[LLD_] = in[8];
+  } else if (in[0] == kBlockCyclicInb) {
+    for (int i = 0; i < DLEN_; ++i) out[i] = in[i];
+  } else {
+    out[DTYPE_] = in[0], out[CTXT_] = in[1];
+    out[M_] = out[N_] = 0;
+    out[IMB_] = out[INB_] = out[MB_] = out[NB_] = 1;
+    out[RSRC_] = out[CSRC_] = 0, out[LLD_] = 1;
+  }
+}
+
+// One dimension of a block-cyclic distribution: the first block imb, then mb, starting on
+// process src of np (src = -1: replicated on every process).
+struct CyclicDim {
+  index_t imb = 1, mb = 1;
+  int src = 0, np = 1;
+  index_t block(index_t g) const { return g < imb ? 0 : 1 + (g - imb) / mb; }
+  int owner(index_t g) const {  // -1: every process
+    return src < 0 ? -1 : static_cast<int>((src + block(g)) % np);
+  }
+  index_t local(index_t g) const {  // index on its owner
+    if (src < 0 || np == 1) return g;
+    const index_t b = block(g);
+    if (b == 0) return g;
+    const index_t off = (g - imb) % mb, j = b / np;
+    return (owner(g) == src ? imb + (j - 1) * mb : j * mb) + off;
+  }
+  index_t count(index_t n, int p) const {  // Mnumroc(n, 0, imb, mb, p, src, np)
+    if (src < 0 || np == 1) return n;
+    index_t c = 0;
+    for (index_t g = 0, b = 0; g < n; ++b) {
+      const index_t len = std::min(b == 0 ? imb : mb, n - g);
+      if ((src + b) % np == p) c += len;
+      g += len;
+    }
+    return c;
+  }
+};
+
+// PB_Cchkmat: checks sub(A) = A(IA:IA+M-1, JA:JA+N-1) (ia, ja 0-based) and its descriptor.
+void chkmat(int ictxt, int M, int mpos0, int N, int npos0, int ia, int ja, const int* d,
+            int dpos0, int* info) {
+  if (*info >= 0) *info = kBigNum;
+  else if (*info < -kDescMult) *info = -*info;
+  else *info = -*info * kDescMult;
+  const int mpos = mpos0 * kDescMult, npos = npos0 * kDescMult;
+  const int iapos = (dpos0 - 2) * kDescMult, japos = (dpos0 - 1) * kDescMult;
+  const int dpos = dpos0 * kDescMult + 1;
+  int nprow, npcol, myrow, mycol;
+  Cblacs_gridinfo(ictxt, &nprow, &npcol, &myrow, &mycol);
+  auto low = [&](int v) { *info = std::min(*info, v); };
+  auto finish = [&] {
+    if (*info % kDescMult == 0) *info = -(*info / kDescMult);
+    else *info = -*info;
+  };
+  if (M < 0) low(mpos);
+  if (N < 0) low(npos);
+  if (ia < 0) low(iapos);
+  if (ja < 0) low(japos);
+  if (d[DTYPE_] != kBlockCyclicInb) {
+    low(dpos + DTYPE_);
+    finish();
+    return;
+  }
+  if (d[CTXT_] != ictxt) {
+    low(dpos + CTXT_);
+    finish();
+    return;
+  }
+  if (d[IMB_] < 1) low(dpos + IMB_);
+  if (d[INB_] < 1) low(dpos + INB_);
+  if (d[MB_] < 1) low(dpos + MB_);
+  if (d[NB_] < 1) low(dpos + NB_);
+  if (d[RSRC_] < -1 || d[RSRC_] >= nprow) low(dpos + RSRC_);
+  if (d[CSRC_] < -1 || d[CSRC_] >= npcol) low(dpos + CSRC_);
+  if (M == 0 || N == 0) {
+    if (d[M_] < 0) low(dpos + M_);
+    if (d[N_] < 0) low(dpos + N_);
+    if (d[LLD_] < 1) low(dpos + LLD_);
+  } else {
+    if (d[M_] < 1) low(dpos + M_);
+    if (d[N_] < 1) low(dpos + N_);
+    if (d[M_] >= 1 && d[N_] >= 1) {
+      if (ia + M > d[M_]) low(iapos);
+      if (ja + N > d[N_]) low(japos);
+    }
+    if (*info == kBigNum) {
+      const index_t np = CyclicDim{d[IMB_], d[MB_], d[RSRC_], nprow}.count(d[M_], myrow);
+      if (d[LLD_] < std::max<index_t>(1, np)) {
+        const index_t nq = CyclicDim{d[INB_], d[NB_], d[CSRC_], npcol}.count(d[N_], mycol);
+        if (d[LLD_] < 1) low(dpos + LLD_);
+        else if (nq > 0) low(dpos + LLD_);
+      }
+    }
+  }
+  if (*info == kBigNum) *info = 0;
+  else finish();
+}
+
+template <class T> struct Names;
+template <> struct Names<float> { static constexpr const char *sym = "psgemm_", *name = "PSGEMM", *lower = "psgemm"; };
+template <> struct Names<double> { static constexpr const char *sym = "pdgemm_", *name = "PDGEMM", *lower = "pdgemm"; };
+template <> struct Names<std::complex<float>> { static constexpr const char *sym = "pcgemm_", *name = "PCGEMM", *lower = "pcgemm"; };
+template <> struct Names<std::complex<double>> { static constexpr const char *sym = "pzgemm_", *name = "PZGEMM", *lower = "pzgemm"; };
+
+template <class T>
+using PgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
+                         const T*, const int*, const int*, const int*, const T*, const int*,
+                         const int*, const int*, const T*, T*, const int*, const int*,
+                         const int*, std::size_t, std::size_t);
+
+template <class T>
+T conj_if(T v, bool c) {
+  if constexpr (std::is_floating_point_v<T>) return (void)c, v;
+  else return c ? std::conj(v) : v;
+}
+
+// ---- settings from the environment, read once ----
+struct Settings {
+  double min_volume = kDefaultMinVolume;
+  bool verbose = false;
+  std::string stats, engine = "blas";
+  Algorithm algo = Algorithm::automatic;
+  int threads = 1;
+  Settings() {
+    if (const char* s = std::getenv("DISTMM_SCALAPACK_MIN")) min_volume = std::atof(s);
+    if (const char* s = std::getenv("DISTMM_VERBOSE")) verbose = *s && std::strcmp(s, "0") != 0;
+    if (const char* s = std::getenv("DISTMM_SCALAPACK_STATS")) stats = s;
+    if (const char* s = std::getenv("DISTMM_ENGINE"); s && *s) engine = s;
+    if (const char* s = std::getenv("DISTMM_ALGO"); s && *s) {
+      auto a = parse_algorithm(s);
+      if (!a || *a == Algorithm::scalapack) {
+        std::fprintf(stderr, "distmm: DISTMM_ALGO=%s is not an algorithm distmm can answer P?GEMM with; using auto\n", s);
+      } else {
+        algo = *a;
+      }
+    }
+    threads = omp_get_max_threads();
+    if (const char* s = std::getenv("DISTMM_THREADS")) threads = std::max(1, std::atoi(s));
+  }
+};
+const Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+// ---- the grid's communicator, ranks in row-major grid order ----
+struct GridComm {
+  MPI_Comm sys = MPI_COMM_NULL;
+  std::vector<int> members;  // sys rank of grid position prow * npcol + pcol
+  std::unique_ptr<Comm> comm;
+};
+
+const Comm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
+  static std::map<int, GridComm> cache;
+  int handle = 0;
+  Cblacs_get(ctxt, 10, &handle);
+  MPI_Comm sys = Cblacs2sys_handle(handle);
+  int me = 0;
+  MPI_Comm_rank(sys, &me);
+  const int P = nprow * npcol;
+  std::vector<int> members(P, 0);
+  members[myrow * npcol + mycol] = me;
+  Cigsum2d(ctxt, "All", " ", P, 1, members.data(), P, -1, -1);  // every grid rank's sys rank
+  auto it = cache.find(ctxt);
+  if (it != cache.end() && it->second.sys == sys && it->second.members == members)
+    return *it->second.comm;
+  // Every grid process sees the same members, so all create (or all reuse) together.
+  MPI_Group all, grp;
+  MPI_Comm_group(sys, &all);
+  MPI_Group_incl(all, P, members.data(), &grp);
+  MPI_Comm c;
+  MPI_Comm_create_group(sys, grp, 17017, &c);
+  MPI_Group_free(&grp);
+  MPI_Group_free(&all);
+  GridComm g{sys, std::move(members), std::make_unique<Comm>(c, true)};
+  cache[ctxt] = std::move(g);  // an old entry's communicator is freed here
+  return *cache[ctxt].comm;
+}
+
+Engine& engine() {
+  static std::unique_ptr<Engine> e = [] {
+    EngineOptions o;
+    o.threads = settings().threads;
+    return make_engine(settings().engine, o);
+  }();
+  return *e;
+}
+
+// ---- the algorithm for a shape on a communicator, with every rank's pieces ----
+struct Plan {
+  std::unique_ptr<DistAlgorithm> algo;
+  std::vector<Piece> a, b, c;  // pieces of every rank
+};
+
+std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm) {
+  std::vector<long long> buf{static_cast<long long>(mine.row_runs.size()),
+                             static_cast<long long>(mine.col_runs.size())};
+  for (const auto* runs : {&mine.row_runs, &mine.col_runs})
+    for (const Run& r : *runs) buf.push_back(r.global), buf.push_back(r.length);
+  const int P = comm.size();
+  std::vector<int> counts(P), displs(P);
+  int n = static_cast<int>(buf.size());
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.get());
+  int total = 0;
+  for (int r = 0; r < P; ++r) displs[r] = total, total += counts[r];
+  std::vector<long long> all(total);
+  MPI_Allgatherv(buf.data(), n, MPI_LONG_LONG, all.data(), counts.data(), displs.data(),
+                 MPI_LONG_LONG, comm.get());
+  std::vector<Piece> out(P);
+  for (int r = 0; r < P; ++r) {
+    const long long* p = all.data() + displs[r];
+    const long long nr = p[0], nc = p[1];
+    p += 2;
+    for (long long i = 0; i < nr; ++i, p += 2) out[r].row_runs.push_back({p[0], p[1]});
+    for (long long i = 0; i < nc; ++i, p += 2) out[r].col_runs.push_back({p[0], p[1]});
+  }
+  return out;
+}
+
+Plan& plan_for(const Comm& comm, GemmShape s, Dtype dt) {
+  using Key = std::tuple<MPI_Comm, index_t, index_t, index_t, int>;
+  static std::map<Key, Plan> cache;
+  Key key{comm.get(), s.m, s.n, s.k, static_cast<int>(dt)};
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 16) cache.clear();
+  AlgoOptions o;
+  o.dtype = dt;
+  o.engine = &engine();
+  Plan p;
+  p.algo = make_algorithm(settings().algo, comm, s, o);
+  p.a = allgather_pieces(p.algo->piece_a(), comm);
+  p.b = allgather_pieces(p.algo->piece_b(), comm);
+  p.c = allgather_pieces(p.algo->piece_c(), comm);
+  return cache[key] = std::move(p);
+}
+
+// ---- one logical dimension of op(sub(X)) seen in X's block-cyclic distribution ----
+struct LogicalDim {
+  CyclicDim cyc;
+  index_t off = 0;       // IA - 1 or JA - 1
+  bool grid_rows = true;  // distributed over process rows (else columns)
+  int coord(index_t x) const {  // owning process coordinate (replicated: 0 sends)
+    const int o = cyc.owner(off + x);
+    return o < 0 ? 0 : o;
+  }
+  bool replicated() const { return cyc.src < 0; }
+  index_t local(index_t x) const { return cyc.local(off + x); }
+};
+
+// The block-cyclic local indices of the logical indices in `runs` (in their order) that the
+// process at `coord` holds; `all` holds them all (replicated dimension, receiving side).
+std::vector<index_t> select(const std::vector<Run>& runs, const LogicalDim& d, int coord, bool all) {
+  std::vector<index_t> out;
+  for (const Run& r : runs)
+    for (index_t x = r.global; x < r.global + r.length; ++x)
+      if (all || d.coord(x) == coord) out.push_back(d.local(x));
+  return out;
+}
+
+// This rank's local indices (in `runs`' local order) held, block-cyclically, by each process
+// coordinate 0..np-1 of the dimension.
+std::vector<std::vector<index_t>> buckets(const std::vector<Run>& runs, const LogicalDim& d,
+                                          int np, bool replicate) {
+  std::vector<std::vector<index_t>> out(np);
+  index_t l = 0;
+  for (const Run& r : runs)
+    for (index_t x = r.global; x < r.global + r.length; ++x, ++l) {
+      if (replicate && d.replicated())
+        for (auto& b : out) b.push_back(l);
+      else
+        out[d.coord(x)].push_back(l);
+    }
+  return out;
+}
+
+int to_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw UsageError("a message above 2^31 elements: use more ranks");
+  return static_cast<int>(n);
+}
+
+struct Grid {
+  int nprow, npcol, myrow, mycol;
+  int coord(bool rows) const { return rows ? myrow : mycol; }
+  int np(bool rows) const { return rows ? nprow : npcol; }
+};
+
+// Block-cyclic op(sub(X)) (rows x cols logical, dims dr, dc) into this rank's piece `mine`
+// of the distmm layout (local, column-major, ld = mine.rows()).
+template <class T>
+std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const LogicalDim& dr,
+                         const LogicalDim& dc, const std::vector<Piece>& pieces, int me,
+                         const Grid& g, const Comm& comm) {
+  const int P = comm.size();
+  std::vector<int> scount(P), sdispl(P), rcount(P), rdispl(P);
+  std::vector<T> sbuf;
+  // Send: my block-cyclic elements to each rank's piece, in its local column-major order.
+  const bool i_send = (!dr.replicated() || g.coord(dr.grid_rows) == 0) &&
+                      (!dc.replicated() || g.coord(dc.grid_rows) == 0);
+  for (int d = 0; d < P; ++d) {
+    sdispl[d] = to_count(sbuf.size());
+    if (!i_send) continue;
+    auto rows = select(pieces[d].row_runs, dr, g.coord(dr.grid_rows), false);
+    auto cols = select(pieces[d].col_runs, dc, g.coord(dc.grid_rows), false);
+    if (rows.empty() || cols.empty()) continue;
+    const std::size_t at = sbuf.size();
+    sbuf.resize(at + rows.size() * cols.size());
+    T* out = sbuf.data() + at;
+    for (index_t c : cols)
+      for (index_t r : rows)
+        *out++ = trans ? conj_if(X[c + r * lld], conj) : X[r + c * lld];
+    scount[d] = to_count(sbuf.size() - at);
+  }
+  // Receive: from each grid process, my piece's elements it holds.
+  const Piece& mp = pieces[me];
+  auto rb = buckets(mp.row_runs, dr, g.np(dr.grid_rows), false);
+  auto cb = buckets(mp.col_runs, dc, g.np(dc.grid_rows), false);
+  std::size_t rtotal = 0;
+  for (int s = 0; s < P; ++s) {
+    const int sr = s / g.npcol, sc = s % g.npcol;
+    const auto& rows = rb[dr.grid_rows ? sr : sc];
+    const auto& cols = cb[dc.grid_rows ? sr : sc];
+    const bool sends = (!dr.replicated() || (dr.grid_rows ? sr : sc) == 0) &&
+                       (!dc.replicated() || (dc.grid_rows ? sr : sc) == 0);
+    rdispl[s] = to_count(rtotal);
+    rcount[s] = sends ? to_count(rows.size() * cols.size()) : 0;
+    rtotal += rcount[s];
+  }
+  std::vector<T> rbuf(rtotal);
+  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.data(),
+                rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
+  sbuf = {};
+  const index_t ld = mp.rows();
+  std::vector<T> local(static_cast<std::size_t>(ld * mp.cols()));
+  for (int s = 0; s < P; ++s) {
+    if (!rcount[s]) continue;
+    const int sr = s / g.npcol, sc = s % g.npcol;
+    const auto& rows = rb[dr.grid_rows ? sr : sc];
+    const auto& cols = cb[dc.grid_rows ? sr : sc];
+    const T* in = rbuf.data() + rdispl[s];
+    for (index_t c : cols)
+      for (index_t r : rows) local[r + c * ld] = *in++;
+  }
+  return local;
+}
+
+// The product C' in this rank's piece back to block-cyclic sub(C): C = beta C + C'.
+template <class T>
+void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const LogicalDim& dr,
+                 const LogicalDim& dc, const std::vector<Piece>& pieces, int me, const Grid& g,
+                 const Comm& comm) {
+  const int P = comm.size();
+  std::vector<int> scount(P), sdispl(P), rcount(P), rdispl(P);
+  const Piece& mp = pieces[me];
+  const index_t ld = mp.rows();
+  auto rb = buckets(mp.row_runs, dr, g.np(dr.grid_rows), true);
+  auto cb = buckets(mp.col_runs, dc, g.np(dc.grid_rows), true);
+  std::vector<T> sbuf;
+  for (int s = 0; s < P; ++s) {
+    const int sr = s / g.npcol, sc = s % g.npcol;
+    const auto& rows = rb[dr.grid_rows ? sr : sc];
+    const auto& cols = cb[dc.grid_rows ? sr : sc];
+    sdispl[s] = to_count(sbuf.size());
+    for (index_t c : cols)
+      for (index_t r : rows) sbuf.push_back(Cp[r + c * ld]);
+    scount[s] = to_count(sbuf.size() - sdispl[s]);
+  }
+  std::vector<std::vector<index_t>> rows_of(P), cols_of(P);
+  std::size_t rtotal = 0;
+  for (int d = 0; d < P; ++d) {
+    rows_of[d] = select(pieces[d].row_runs, dr, g.coord(dr.grid_rows), dr.replicated());
+    cols_of[d] = select(pieces[d].col_runs, dc, g.coord(dc.grid_rows), dc.replicated());
+    rdispl[d] = to_count(rtotal);
+    rcount[d] = to_count(rows_of[d].size() * cols_of[d].size());
+    rtotal += rcount[d];
+  }
+  std::vector<T> rbuf(rtotal);
+  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.data(),
+                rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
+  const bool zero = beta == T(0);
+  for (int d = 0; d < P; ++d) {
+    const T* in = rbuf.data() + rdispl[d];
+    for (index_t c : cols_of[d])
+      for (index_t r : rows_of[d]) {
+        T& x = C[r + c * lld];
+        x = zero ? *in : beta * x + *in;
+        ++in;
+      }
+  }
+}
+
+// sub(C) = beta sub(C) on this process's part (beta = 0: zeros, C not read).
+template <class T>
+void scale_local(T beta, T* C, index_t lld, const LogicalDim& dr, const LogicalDim& dc,
+                 index_t m, index_t n, const Grid& g) {
+  auto mine = [&](const LogicalDim& d, index_t len) {
+    std::vector<index_t> v;
+    for (index_t x = 0; x < len; ++x)
+      if (d.replicated() || d.cyc.owner(d.off + x) == g.coord(d.grid_rows)) v.push_back(d.local(x));
+    return v;
+  };
+  auto rows = mine(dr, m), cols = mine(dc, n);
+  for (index_t c : cols)
+    for (index_t r : rows) C[r + c * lld] = beta == T(0) ? T(0) : beta * C[r + c * lld];
+}
+
+void append_stats(const char* routine, int m, int n, int k, const std::string& algo, double sec,
+                  bool handed) {
+  const std::string& path = settings().stats;
+  if (path.empty()) return;
+  if (FILE* f = std::fopen(path.c_str(), "a")) {
+    std::fprintf(f,
+                 "{\"routine\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"algorithm\":\"%s\","
+                 "\"seconds\":%.9g,\"handed_to_scalapack\":%s}\n",
+                 routine, m, n, k, algo.c_str(), sec, handed ? "true" : "false");
+    std::fclose(f);
+  }
+}
+
+bool& first_call() {
+  static bool first = true;
+  return first;
+}
+
+template <class T>
+void pgemm(const char* transa, const char* transb, const int* M, const int* N, const int* K,
+           const T* alpha, const T* A, const int* IA, const int* JA, const int* DESCA,
+           const T* B, const int* IB, const int* JB, const int* DESCB, const T* beta, T* C,
+           const int* IC, const int* JC, const int* DESCC, std::size_t la, std::size_t lb) {
+  const char ta = static_cast<char>(std::toupper(static_cast<unsigned char>(transa[0])));
+  const char tb = static_cast<char>(std::toupper(static_cast<unsigned char>(transb[0])));
+  const bool nota = ta == 'N', notb = tb == 'N';
+  int Ad[DLEN_], Bd[DLEN_], Cd[DLEN_];
+  desc_ftoc(DESCA, Ad), desc_ftoc(DESCB, Bd), desc_ftoc(DESCC, Cd);
+  const int ia = *IA - 1, ja = *JA - 1, ib = *IB - 1, jb = *JB - 1, ic = *IC - 1, jc = *JC - 1;
+  const int ctxt = Ad[CTXT_];
+  Grid g{};
+  Cblacs_gridinfo(ctxt, &g.nprow, &g.npcol, &g.myrow, &g.mycol);
+  // A process outside the context's grid has nothing to do.
+  if (g.nprow == -1 || g.myrow < 0 || g.mycol < 0) return;
+  // PBLAS's argument checks, in PDGEMM's order.
+  int info = 0;
+  if (!nota && ta != 'T' && ta != 'C') info = -1;
+  else if (!notb && tb != 'T' && tb != 'C') info = -2;
+  if (nota) chkmat(ctxt, *M, 3, *K, 5, ia, ja, Ad, 10, &info);
+  else chkmat(ctxt, *K, 5, *M, 3, ia, ja, Ad, 10, &info);
+  if (notb) chkmat(ctxt, *K, 5, *N, 4, ib, jb, Bd, 14, &info);
+  else chkmat(ctxt, *N, 4, *K, 5, ib, jb, Bd, 14, &info);
+  chkmat(ctxt, *M, 3, *N, 4, ic, jc, Cd, 19, &info);
+  if (info) {
+    PB_Cabort(ctxt, Names<T>::name, info);
+    return;
+  }
+  const T a = *alpha, b = *beta;
+  const int m = *M, n = *N, k = *K;
+  if (m == 0 || n == 0 || ((a == T(0) || k == 0) && b == T(1))) return;
+
+  const Settings& st = settings();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const bool root = g.myrow == 0 && g.mycol == 0;
+  auto dim = [&](const int* d, bool rows, int off) {
+    return rows ? LogicalDim{CyclicDim{d[IMB_], d[MB_], d[RSRC_], g.nprow}, off, true}
+                : LogicalDim{CyclicDim{d[INB_], d[NB_], d[CSRC_], g.npcol}, off, false};
+  };
+  const LogicalDim cr = dim(Cd, true, ic), cc = dim(Cd, false, jc);
+  if (a == T(0) || k == 0) {  // sub(C) = beta sub(C)
+    scale_local(b, C, Cd[LLD_], cr, cc, m, n, g);
+    if (root) append_stats(Names<T>::lower, m, n, k, "scale", seconds(), false);
+    return;
+  }
+
+  // Small problems (and replicated operands) go to the real routine when there is one.
+  static PgemmFn<T> real = [] {
+    auto f = reinterpret_cast<PgemmFn<T>>(dlsym(RTLD_NEXT, Names<T>::sym));
+    Dl_info mine{}, found{};  // never ourselves
+    if (f && dladdr(reinterpret_cast<void*>(&settings), &mine) &&
+        dladdr(reinterpret_cast<void*>(f), &found) && mine.dli_fbase == found.dli_fbase)
+      f = nullptr;
+    return f;
+  }();
+  const bool replicated = Ad[RSRC_] < 0 || Ad[CSRC_] < 0 || Bd[RSRC_] < 0 || Bd[CSRC_] < 0 ||
+                          Cd[RSRC_] < 0 || Cd[CSRC_] < 0;
+  const double volume = double(m) * double(n) * double(k);
+  const bool small = volume < st.min_volume;
+  if (real && (small || replicated)) {
+    if (!small && root)
+      std::fprintf(stderr, "distmm: %s %d x %d x %d has a replicated operand (RSRC/CSRC = -1): "
+                   "handed to ScaLAPACK\n", Names<T>::name, m, n, k);
+    if (root && st.verbose && first_call())
+      std::fprintf(stderr, "distmm: %s %d x %d x %d below DISTMM_SCALAPACK_MIN (%g): handed to "
+                   "ScaLAPACK\n", Names<T>::name, m, n, k, st.min_volume);
+    first_call() = false;
+    real(transa, transb, M, N, K, alpha, A, IA, JA, DESCA, B, IB, JB, DESCB, beta, C, IC, JC,
+         DESCC, la, lb);
+    if (root) append_stats(Names<T>::lower, m, n, k, "scalapack", seconds(), true);
+    return;
+  }
+
+  try {
+    const Comm& comm = grid_comm(ctxt, g.nprow, g.npcol, g.myrow, g.mycol);
+    const int me = comm.rank();
+    Plan& plan = plan_for(comm, {m, n, k}, dtype_of<T>());
+    if (root && st.verbose && first_call())
+      std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (%s), "
+                   "engine %s, %d ranks\n", Names<T>::name, m, n, k, plan.algo->name().c_str(),
+                   plan.algo->layout().c_str(), engine().name().c_str(), comm.size());
+    first_call() = false;
+    // op(sub(A)) is m x k: its rows are A's rows (N) or columns (T, C).
+    const LogicalDim ar = nota ? dim(Ad, true, ia) : dim(Ad, false, ja);
+    const LogicalDim ac = nota ? dim(Ad, false, ja) : dim(Ad, true, ia);
+    const LogicalDim br = notb ? dim(Bd, true, ib) : dim(Bd, false, jb);
+    const LogicalDim bc = notb ? dim(Bd, false, jb) : dim(Bd, true, ib);
+    auto Al = to_layout<T>(A, Ad[LLD_], !nota, ta == 'C', ar, ac, plan.a, me, g, comm);
+    auto Bl = to_layout<T>(B, Bd[LLD_], !notb, tb == 'C', br, bc, plan.b, me, g, comm);
+    const Piece &pa = plan.a[me], &pb = plan.b[me], &pc = plan.c[me];
+    std::vector<T> Cl(static_cast<std::size_t>(pc.rows() * pc.cols()), T(0));
+    T dummy[1] = {T(0)};
+    auto ptr = [&](auto& v) { return v.empty() ? dummy : v.data(); };
+    plan.algo->multiply<T>(engine(), a,
+                           MatrixView<const T>{ptr(Al), pa.rows(), pa.cols(), std::max<index_t>(1, pa.rows())},
+                           MatrixView<const T>{ptr(Bl), pb.rows(), pb.cols(), std::max<index_t>(1, pb.rows())},
+                           T(0), MatrixView<T>{ptr(Cl), pc.rows(), pc.cols(), std::max<index_t>(1, pc.rows())});
+    Al = {}, Bl = {};
+    from_layout<T>(Cl, b, C, Cd[LLD_], cr, cc, plan.c, me, g, comm);
+    if (root) append_stats(Names<T>::lower, m, n, k, plan.algo->name(), seconds(), false);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "distmm: %s %d x %d x %d failed: %s\n", Names<T>::name, m, n, k, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+}  // namespace
+}  // namespace distmm
+
+// The Fortran entry points: every argument by reference, the two character lengths trail.
+#define DISTMM_PXGEMM(NAME, T)                                                                   \
+  extern "C" __attribute__((visibility("default"))) void NAME(                                 \
+      const char* ta, const char* tb, const int* m, const int* n, const int* k, const T* alpha, \
+      const T* a, const int* ia, const int* ja, const int* desca, const T* b, const int* ib,    \
+      const int* jb, const int* descb, const T* beta, T* c, const int* ic, const int* jc,       \
+      const int* descc, std::size_t la, std::size_t lb) {                                       \
+    distmm::pgemm<T>(ta, tb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic,  \
+                     jc, descc, la, lb);                                                        \
+  }
+DISTMM_PXGEMM(psgemm_, float)
+DISTMM_PXGEMM(pdgemm_, double)
+DISTMM_PXGEMM(pcgemm_, std::complex<float>)
+DISTMM_PXGEMM(pzgemm_, std::complex<double>)
+#undef DISTMM_PXGEMM

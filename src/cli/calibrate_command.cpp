@@ -1,0 +1,133 @@
+// `distmm calibrate`: measures the three rates of the cost model (mpi/cost_model.hpp) on the
+// ranks it runs on, all ranks at once (so shared memory bandwidth and cores count as in a run):
+//   F     a rank's GEMM rate (f64, its thread budget, 2048^3, best of three);
+//   beta  point-to-point bandwidth, ranks paired (0-1, 2-3, ...) exchanging 16 MiB (one rank:
+//         a memory copy of that size), median over the pairs;
+//   alpha half the round trip of an 8-byte message (one rank: 1 us).
+// and saves them where --algo auto reads them. Also `plan --ranks P`'s relaunch under mpirun.
+#include <mpi.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "../../mpi/comm.hpp"
+#include "../../mpi/cost_model.hpp"
+#include "../../mpi/run.hpp"
+#include "../../node/blas.hpp"
+#include "../core/matrix.hpp"
+#include "../core/timer.hpp"
+#include "commands.hpp"
+
+namespace distmm {
+
+int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
+  Comm world = Comm::world();
+  const int P = world.size();
+  const int threads = o.threads > 0 ? o.threads : default_threads();
+  omp_set_num_threads(threads);
+  blas_set_threads(threads);
+  if (o.threads < 0) throw UsageError("--threads must be 1 or more (0 = automatic)");
+
+  // F: every rank multiplies at once.
+  const index_t n = 2048;
+  Matrix<double> a(n, n), b(n, n), c(n, n);
+  a.fill(0.5), b.fill(0.25), c.fill(0);
+  double best = 1e30;
+  for (int t = 0; t < 3; ++t) {
+    world.barrier();
+    Stopwatch sw;
+    blas_gemm<double>(Op::N, Op::N, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+    best = std::min(best, sw.seconds());
+  }
+  std::vector<double> rates(P);
+  const double mine = 2.0 * n * n * n / best;
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, rates.data(), 1, MPI_DOUBLE, world.get());
+
+  // beta and alpha: pairs exchange, all at once.
+  const std::size_t bytes = std::size_t(16) << 20;
+  std::vector<char> sbuf(bytes, 1), rbuf(bytes, 0);
+  double bw = 0, lat = 1e-6;
+  const int peer = rank % 2 == 0 ? rank + 1 : rank - 1;
+  if (P > 1 && peer < P) {
+    auto round_trip = [&](std::size_t len, int reps) {
+      world.barrier();
+      Stopwatch sw;
+      for (int r = 0; r < reps; ++r) {
+        if (rank % 2 == 0) {
+          MPI_Send(sbuf.data(), int(len), MPI_CHAR, peer, 7, world.get());
+          MPI_Recv(rbuf.data(), int(len), MPI_CHAR, peer, 7, world.get(), MPI_STATUS_IGNORE);
+        } else {
+          MPI_Recv(rbuf.data(), int(len), MPI_CHAR, peer, 7, world.get(), MPI_STATUS_IGNORE);
+          MPI_Send(sbuf.data(), int(len), MPI_CHAR, peer, 7, world.get());
+        }
+      }
+      return sw.seconds() / reps / 2;  // one way
+    };
+    round_trip(bytes, 1);  // warm-up
+    bw = double(bytes) / round_trip(bytes, 5);
+    lat = round_trip(8, 1000);
+  } else {
+    if (P > 1) world.barrier(), world.barrier(), world.barrier();  // the odd rank out: round_trip x 3
+    Stopwatch sw;
+    for (int r = 0; r < 5; ++r) std::memcpy(rbuf.data(), sbuf.data(), bytes);
+    bw = 5.0 * double(bytes) / sw.seconds();
+  }
+  std::vector<double> bws(P), lats(P);
+  MPI_Allgather(&bw, 1, MPI_DOUBLE, bws.data(), 1, MPI_DOUBLE, world.get());
+  MPI_Allgather(&lat, 1, MPI_DOUBLE, lats.data(), 1, MPI_DOUBLE, world.get());
+  MachineModel m;
+  m.flops_per_s = median(rates);
+  m.bytes_per_s = median(bws);
+  m.latency_s = median(lats);
+  const std::string path = o.file.empty() ? machine_model_path() : o.file;
+  std::string error;
+  if (rank == 0) {
+    try {
+      save_machine_model(m, path);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+  }
+  world.agree(error);
+  if (rank == 0)
+    os << "distmm calibrate on " << P << " rank" << (P > 1 ? "s" : "") << " x " << threads
+       << " threads\n  GEMM rate per rank   " << m.flops_per_s / 1e9 << " GFLOP/s (f64, 2048^3)\n"
+       << "  bandwidth per rank   " << m.bytes_per_s / 1e9 << " GB/s ("
+       << (P > 1 ? "16 MiB point-to-point" : "memory copy, one rank") << ")\n"
+       << "  latency              " << m.latency_s * 1e6 << " us" << (P > 1 ? "" : " (one rank: assumed)")
+       << "\n  saved to             " << path << " (read by --algo auto and distmm plan)\n";
+  return 0;
+}
+
+int plan_on_ranks(int argc, char** argv, int ranks) {
+  const char* launcher = std::getenv("DISTMM_MPIRUN");
+  std::string mpirun = launcher ? launcher : "mpirun";
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw UsageError("plan --ranks: cannot find this program's path: run it under mpirun -n P instead");
+  self[len] = 0;
+  std::vector<std::string> args{mpirun, "-n", std::to_string(ranks), "--oversubscribe", self};
+  for (int a = 1; a < argc; ++a) {
+    const std::string s = argv[a];
+    if (s == "--ranks") {
+      ++a;  // and its value
+      continue;
+    }
+    if (s.rfind("--ranks=", 0) == 0) continue;
+    args.push_back(s);
+  }
+  std::vector<char*> cargs;
+  for (auto& s : args) cargs.push_back(s.data());
+  cargs.push_back(nullptr);
+  MPI_Finalize();  // this singleton leaves; the planning ranks start afresh
+  execvp(cargs[0], cargs.data());
+  std::cerr << "distmm: error: plan --ranks " << ranks << " needs " << mpirun
+            << " (not found): run it under mpirun -n " << ranks << " instead, or set DISTMM_MPIRUN\n";
+  std::exit(2);
+}
+
+}  // namespace distmm
