@@ -105,6 +105,12 @@ class DistAlgorithm {
   const std::string& selection() const { return selection_; }
   void set_selection(std::string why) { selection_ = std::move(why); }
 
+  // Seconds this rank spent in each phase of the last multiply (CAPS's sums, exchanges and
+  // combinations per level, cuboid's gathers and reduction, ...): the names are the same on
+  // every rank, in the same order, so the run can take max and mean over ranks.
+  virtual std::vector<std::string> phase_names() const { return {}; }
+  const std::vector<double>& phase_seconds() const { return phase_seconds_; }
+
   // Called after each step of the multiply (Cannon's shifts, SUMMA's panels, ...), for progress.
   void set_progress(std::function<void(int done, int total)> f) { progress_ = std::move(f); }
 
@@ -112,10 +118,19 @@ class DistAlgorithm {
   void step_done(int done, int total) const {
     if (progress_) progress_(done, total);
   }
+  void reset_phases() { phase_seconds_.assign(phase_names().size(), 0.0); }
+  // Times f() and adds it to phase `index` (of phase_names()).
+  template <class F>
+  void timed(std::size_t index, F&& f) {
+    const double t0 = MPI_Wtime();
+    f();
+    if (index < phase_seconds_.size()) phase_seconds_[index] += MPI_Wtime() - t0;
+  }
 
  private:
   std::function<void(int, int)> progress_;
   std::string selection_;
+  std::vector<double> phase_seconds_;
 };
 
 // Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype).

@@ -76,6 +76,20 @@ class Caps final : public AlgorithmBase<Caps> {
   }
 
   std::string name() const override { return "caps"; }
+  // Per level of the recursion: forming S and T (BFS: all seven at once; DFS: each product's),
+  // the BFS exchanges in and out (DFS: none), combining C; then the leaves and the layout copies.
+  enum Phase { kSums, kExchangeIn, kExchangeOut, kCombine, kPerLevel };
+  std::vector<std::string> phase_names() const override {
+    std::vector<std::string> v;
+    for (std::size_t d = 0; d < steps_.size(); ++d) {
+      const std::string l = "level " + std::to_string(d) + " (" + (steps_[d] == CapsStep::bfs ? "BFS" : "DFS") + ") ";
+      for (const char* what : {"forming S, T", "exchange in", "exchange out", "combining C"}) v.push_back(l + what);
+    }
+    v.insert(v.end(), {"leaf: gathering A", "leaf: local multiply", "pack/unpack (padding, Z order)"});
+    return v;
+  }
+  std::size_t level_phase(int depth, Phase p) const { return std::size_t(depth) * kPerLevel + p; }
+  std::size_t tail_phase(int which) const { return steps_.size() * kPerLevel + std::size_t(which); }
   std::string layout() const override {
     return "P = " + std::to_string(m_) + " * 7^" + std::to_string(k7_) + ", steps " +
            (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name + ", padded to " +
@@ -105,17 +119,22 @@ class Caps final : public AlgorithmBase<Caps> {
 
   template <class T>
   void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    reset_phases();
     auto a = buffer<T>(top_.a_len()), b = buffer<T>(top_.b_len()), c = buffer<T>(top_.c_len());
-    pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.get());
-    pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.get());
+    timed(tail_phase(2), [&] {
+      pack(A, s_.m, s_.k, top_.lm(), top_.lk(), a.get());
+      pack(B, s_.k, s_.n, top_.lk(), top_.ln(), b.get());
+    });
     recurse<T>(e, top_, 0, world_, a.get(), b.get(), c.get());
     step_done(1, 1);
     // C = alpha (AB) + beta C on the user's piece.
-    Matrix<T> d(C.rows, C.cols);
-    unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
-    for (index_t j = 0; j < C.cols; ++j)
-      for (index_t i = 0; i < C.rows; ++i)
-        C(i, j) = alpha * d(i, j) + (beta == T(0) ? T(0) : beta * C(i, j));
+    timed(tail_phase(2), [&] {
+      Matrix<T> d(C.rows, C.cols);
+      unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
+      for (index_t j = 0; j < C.cols; ++j)
+        for (index_t i = 0; i < C.rows; ++i)
+          C(i, j) = alpha * d(i, j) + (beta == T(0) ? T(0) : beta * C(i, j));
+    });
   }
 
  private:
@@ -227,16 +246,20 @@ class Caps final : public AlgorithmBase<Caps> {
       auto s = buffer<T>(qa), t = buffer<T>(qb), mprod = buffer<T>(qc);
       std::fill(c, c + st.c_len(), T(0));
       for (int j = 0; j < 7; ++j) {
-        form_sums(a, qa, f_.a, s.get(), j);
-        form_sums(b, qb, f_.b, t.get(), j);
+        timed(level_phase(depth, kSums), [&] {
+          form_sums(a, qa, f_.a, s.get(), j);
+          form_sums(b, qb, f_.b, t.get(), j);
+        });
         recurse<T>(e, ch, depth + 1, comm, s.get(), t.get(), mprod.get());
         if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
-        for (int q = 0; q < 4; ++q) {
-          if (f_.c[j][q] == 0) continue;
-          std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};
-          fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.get(), qc}},
-                                 {MutBlock<T>{c + q * qc, qc, true}}, k);
-        }
+        timed(level_phase(depth, kCombine), [&] {
+          for (int q = 0; q < 4; ++q) {
+            if (f_.c[j][q] == 0) continue;
+            std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};
+            fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.get(), qc}},
+                                   {MutBlock<T>{c + q * qc, qc, true}}, k);
+          }
+        });
       }
       return;
     }
@@ -245,23 +268,28 @@ class Caps final : public AlgorithmBase<Caps> {
     const Comm& peers = peers_[bfs_index];
     const Comm& group = groups_[bfs_index];
     auto s = buffer<T>(7 * qa), t = buffer<T>(7 * qb);
-    form_sums(a, qa, f_.a, s.get());
-    form_sums(b, qb, f_.b, t.get());
+    timed(level_phase(depth, kSums), [&] {
+      form_sums(a, qa, f_.a, s.get());
+      form_sums(b, qb, f_.b, t.get());
+    });
     const index_t L = ch.leaves();  // leaf blocks per quadrant
     const int r = st.rank / 7, g = st.rank % 7;
     // Peer p's chunk widths (of Pc) for A's and B's (and C's) leaf columns.
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.P); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.P); };
     auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len());
-    exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.lm(), wa, g);
-    exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.lk(), wb, g);
+    timed(level_phase(depth, kExchangeIn), [&] {
+      exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.lm(), wa, g);
+      exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.lk(), wb, g);
+    });
     s.reset(), t.reset();  // the sums have left; free them before the subproblem
     auto sub_c = buffer<T>(ch.c_len());
     recurse<T>(e, ch, depth + 1, group, sub_a.get(), sub_b.get(), sub_c.get());
     sub_a.reset(), sub_b.reset();
     auto mall = buffer<T>(7 * qc);
-    exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.lm(), wb, g);
-    combine<T>(mall.get(), qc, f_.c, c);
+    timed(level_phase(depth, kExchangeOut),
+          [&] { exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.lm(), wb, g); });
+    timed(level_phase(depth, kCombine), [&] { combine<T>(mall.get(), qc, f_.c, c); });
   }
 
   template <class T>
@@ -335,8 +363,10 @@ class Caps final : public AlgorithmBase<Caps> {
   void leaf(Engine& e, const Stage& st, const T* a, const T* b, T* c) {
     const index_t lm = st.lm(), lk = st.lk(), wn = chunk_width(st.ln(), st.rank, st.P);
     if (st.P == 1) {
-      e.gemm(Op::N, Op::N, lm, wn, lk, T(1), a, std::max<index_t>(lm, 1), b,
-             std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+      timed(tail_phase(1), [&] {
+        e.gemm(Op::N, Op::N, lm, wn, lk, T(1), a, std::max<index_t>(lm, 1), b,
+               std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+      });
       return;
     }
     // m > 1 ranks share the leaf: gather A's columns, multiply by this rank's columns of B.
@@ -348,10 +378,14 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     comm_counters().words_sent += lm * lk - counts[st.rank];  // receiver-charged, as a broadcast
     comm_counters().messages_sent += st.P - 1;
-    MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.get(), counts.data(), displs.data(),
-                   mpi_type<T>(), leaf_comm_.get());
-    e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.get(), std::max<index_t>(lm, 1), b,
-           std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+    timed(tail_phase(0), [&] {
+      MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.get(), counts.data(), displs.data(),
+                     mpi_type<T>(), leaf_comm_.get());
+    });
+    timed(tail_phase(1), [&] {
+      e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.get(), std::max<index_t>(lm, 1), b,
+             std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
+    });
   }
 
   // Words this rank sends in the subtree (times `mult` for DFS repetitions), mirroring run().

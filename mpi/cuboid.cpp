@@ -65,6 +65,10 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   }
 
   std::string name() const override { return "cuboid"; }
+  std::vector<std::string> phase_names() const override {
+    return {"packing B's k-slices", "waiting for the gathers of A and B", "local multiply",
+            "reduce-scatter of C"};
+  }
   std::string layout() const override {
     std::string idle = g_.used() < P_ ? ", " + std::to_string(P_ - g_.used()) + " ranks idle" : "";
     return std::to_string(g_.pm) + "x" + std::to_string(g_.pn) + "x" + std::to_string(g_.pk) +
@@ -107,6 +111,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
 
   template <class T>
   void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    reset_phases();
     if (!active_) return;
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     const index_t kmax = step_size(l_, 0);  // the first steps are the largest
@@ -149,7 +154,9 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
       if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j), packed
         const index_t wb = share(nj, g_.pm, i_);
         T* send = bsend[slot].data();
-        for (index_t q = 0; q < wb; ++q) std::memcpy(send + q * kc, B.data + k0 + q * B.ld, sizeof(T) * kc);
+        timed(0, [&] {
+          for (index_t q = 0; q < wb; ++q) std::memcpy(send + q * kc, B.data + k0 + q * B.ld, sizeof(T) * kc);
+        });
         std::vector<index_t> counts(g_.pm);
         for (int q = 0; q < g_.pm; ++q) counts[q] = kc * share(nj, g_.pm, q);
         b_comm_.iallgatherv(send, bbuf[slot].data(), counts, pending[slot]);
@@ -162,12 +169,14 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     post(0, 0);
     for (int c = 0; c < g_.steps; ++c) {
       const int slot = c % 2;
-      pending[slot].wait_all();
+      timed(1, [&] { pending[slot].wait_all(); });
       Requests* next = nullptr;
       if (c + 1 < g_.steps) post(c + 1, 1 - slot), next = &pending[1 - slot];
       const T first = reduce_c ? T(0) : beta;
-      gemm_with_progress<T>(e, mi, nj, step_size(l_, c), alpha, a_step[slot], lda_step[slot], b_step[slot],
-                            ldb_step[slot], c == 0 ? first : T(1), cp, ldc, next);
+      timed(2, [&] {
+        gemm_with_progress<T>(e, mi, nj, step_size(l_, c), alpha, a_step[slot], lda_step[slot], b_step[slot],
+                              ldb_step[slot], c == 0 ? first : T(1), cp, ldc, next);
+      });
       step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
     }
     if (!reduce_c) return;
@@ -175,7 +184,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     std::vector<index_t> counts(g_.pk);
     for (int q = 0; q < g_.pk; ++q) counts[q] = mi * share(nj, g_.pk, q);
     Matrix<T> mine(mi, share(nj, g_.pk, l_));
-    c_comm_.reduce_scatter(partial.data(), mine.data(), counts);
+    timed(3, [&] { c_comm_.reduce_scatter(partial.data(), mine.data(), counts); });
     for (index_t q = 0; q < mine.cols(); ++q)
       for (index_t r = 0; r < mi; ++r)
         C(r, q) = mine(r, q) + (beta == T(0) ? T(0) : beta * C(r, q));

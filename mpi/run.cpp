@@ -176,6 +176,19 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
     if (r >= 0) rec.times.push_back(t);
   }
 
+  // Phase times of the last repetition, max and mean over ranks (same names on every rank).
+  {
+    std::vector<double> t = algo.phase_seconds();
+    const std::vector<std::string> names = algo.phase_names();
+    t.resize(names.size(), 0.0);
+    std::vector<double> mx = t, sum = t;
+    if (!t.empty()) {
+      MPI_Allreduce(t.data(), mx.data(), int(t.size()), MPI_DOUBLE, MPI_MAX, world.get());
+      MPI_Allreduce(t.data(), sum.data(), int(t.size()), MPI_DOUBLE, MPI_SUM, world.get());
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) rec.phases.push_back({names[i], mx[i], sum[i] / world.size()});
+  }
+
   // Measured communication of the last repetition: max and mean over ranks.
   double mine[2] = {double(counted.words_sent), double(counted.messages_sent)}, sum[2], mx[2];
   MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, world.get());
@@ -435,6 +448,8 @@ nlohmann::json to_json(const RunReport& r) {
   j["max_abs"] = r.max_abs;
   j["passed"] = r.passed;
   j["notes"] = r.notes;
+  j["phases"] = nlohmann::json::object();
+  for (const auto& p : r.phases) j["phases"][p.name] = {{"max", p.max}, {"mean", p.mean}};
   j["host"] = r.host;
   j["time_stamp"] = r.time_stamp;
   return j;

@@ -72,6 +72,12 @@ struct RunReport {
   std::string lower_bound;
   double peak_bytes = 0;  // estimated per rank
   int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
+  // Seconds per phase of the algorithm in the last repetition, max and mean over ranks.
+  struct Phase {
+    std::string name;
+    double max = 0, mean = 0;
+  };
+  std::vector<Phase> phases;
   double error_growth = 1;    // factor on the classical error bound: 12^(levels run + CAPS steps)
   // verification
   std::string verify = "none";

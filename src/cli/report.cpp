@@ -54,6 +54,8 @@ void print_report(const RunReport& r, std::ostream& os) {
             sci((r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words);
   row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
   row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
+  for (const auto& p : r.phases)
+    if (p.max > 0) row("phase", p.name + ": " + sci(p.max) + " s max, " + sci(p.mean) + " s mean over ranks");
   if (r.verify == "none") {
     row("verification", "none");
   } else {

@@ -131,6 +131,19 @@ if "$mpiexec" -n 2 --oversubscribe "$bin" calibrate --file "$tmp/machine.json" >
   ok "calibrate, then auto reads the model"
 else bad "calibrate: $(cat "$tmp/out" "$tmp/out2")"; fi
 
+# Phase times per rank: CAPS per level (sums, exchanges, combination), cuboid's gathers and
+# reduction, in the report and the JSON line.
+rm -f "$tmp/ph.json"
+if "$mpiexec" -n 7 --oversubscribe "$bin" run --algo caps --caps-steps DB --size 98 --threads 1 \
+     --json "$tmp/ph.json" >"$tmp/out" 2>&1 && grep -q "phase .*level 1 (BFS) exchange in" "$tmp/out" &&
+   /usr/bin/python3 -c "
+import json, sys
+p = json.loads(open(sys.argv[1]).read())['phases']
+assert p['level 1 (BFS) exchange in']['max'] > 0 and p['level 0 (DFS) forming S, T']['max'] > 0
+assert p['leaf: local multiply']['max'] >= p['leaf: local multiply']['mean'] > 0
+" "$tmp/ph.json"; then ok "caps phase times"
+else bad "caps phase times: $(cat "$tmp/out")"; fi
+
 # The plotting script on the JSON lines of real runs.
 rm -f "$tmp/p.json"
 for a in summa scalapack; do
