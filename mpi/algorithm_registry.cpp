@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -71,19 +72,19 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     candidates.push_back(make_cuboid(world, shape, opts));
     if (P > 1 && exact_root(P, 2)) candidates.push_back(make_cannon(world, shape, opts));
     if (P > 1 && exact_root(P, 3)) candidates.push_back(make_dns(world, shape, opts));
-    std::vector<double> t;
-    std::size_t best = 0;
+    std::vector<double> t, words;
     for (const auto& a : candidates) {
       const CommEstimate e = a->analytic();
       t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max));
-      if (t.back() < t[best]) best = t.size() - 1;
+      words.push_back(e.words_max);
     }
+    const std::size_t best = words_first_choice(t, words);
     std::string why = "auto: " + candidates[best]->name() + " (" + candidates[best]->layout() +
-                      "), the least predicted time:";
+                      "): of those predicted within 10% of the fastest, the fastest of those within 5% of the fewest words:";
     char buf[96];
     for (std::size_t a = 0; a < candidates.size(); ++a) {
-      std::snprintf(buf, sizeof buf, " %s %.3g s%s", candidates[a]->name().c_str(), t[a],
-                    a + 1 < candidates.size() ? "," : "");
+      std::snprintf(buf, sizeof buf, " %s %.3g s %.3g words%s", candidates[a]->name().c_str(), t[a],
+                    words[a], a + 1 < candidates.size() ? "," : "");
       why += buf;
     }
     std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s, %.3g GB/s, %.3g us per rank, from ",

@@ -170,19 +170,31 @@ class Comm {
     rq.add(req);
   }
   // Sums `in` (the concatenation of every rank's part, counts[r] elements each) over the ranks
-  // and leaves part `rank` in `out`. Charged to the senders: each rank sends the partial sums
-  // of the other ranks' parts once, one message per other non-empty part.
+  // and leaves part `rank` in `out`. A ring (P - 1 steps; at step s rank r passes its running
+  // sum of part r - s - 1 to rank r + 1 and adds its own contribution to the one it receives):
+  // bandwidth-optimal for every P, where MPI libraries often fall back to reduce-then-scatter
+  // for rank counts that are not powers of two. `in` is overwritten. Charged to the senders:
+  // each rank sends the partial sums of the other ranks' parts once, one message per step.
   template <class T>
-  void reduce_scatter(const T* in, T* out, const std::vector<index_t>& counts) const {
-    std::vector<int> c(counts.size());
-    index_t others = 0, receivers = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      c[r] = mpi_count(counts[r]);
-      if (int(r) != rank_ && counts[r] > 0) others += counts[r], ++receivers;
+  void reduce_scatter(T* in, T* out, const std::vector<index_t>& counts) const {
+    const int P = size_;
+    std::vector<index_t> at(counts.size() + 1, 0);
+    index_t biggest = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) at[r + 1] = at[r] + counts[r], biggest = std::max(biggest, counts[r]);
+    std::vector<T> incoming(static_cast<std::size_t>(biggest));
+    const int next = (rank_ + 1) % P, prev = (rank_ + P - 1) % P;
+    for (int s = 0; s + 1 < P; ++s) {
+      const int send_part = ((rank_ - s - 1) % P + P) % P, recv_part = ((rank_ - s - 2) % P + P) % P;
+      const index_t ns = counts[send_part], nr = counts[recv_part];
+      if (ns > 0) count_send(ns);
+      MPI_Sendrecv(in + at[send_part], mpi_count(ns), mpi_type<T>(), next, 31, incoming.data(), mpi_count(nr),
+                   mpi_type<T>(), prev, 31, c_, MPI_STATUS_IGNORE);
+      T* mine = in + at[recv_part];
+      const T* add = incoming.data();
+#pragma omp parallel for simd if (nr > (index_t(1) << 16))
+      for (index_t e = 0; e < nr; ++e) mine[e] += add[e];
     }
-    comm_counters().words_sent += others;
-    comm_counters().messages_sent += receivers;
-    MPI_Reduce_scatter(in, out, c.data(), mpi_type<T>(), MPI_SUM, c_);
+    std::copy(in + at[rank_], in + at[rank_] + counts[rank_], out);
   }
 
   // Not counted: used by verification and bookkeeping, outside the timed multiply.

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,19 @@ MachineModel machine_model(const Comm& comm) {
   if (found) m.source = machine_model_path() + " (distmm calibrate)";
   cached = true;
   return m;
+}
+
+std::size_t words_first_choice(const std::vector<double>& seconds, const std::vector<double>& words) {
+  const double fastest = *std::min_element(seconds.begin(), seconds.end());
+  double fewest = std::numeric_limits<double>::max();
+  for (std::size_t i = 0; i < seconds.size(); ++i)
+    if (seconds[i] <= fastest * (1 + kWordsFirst)) fewest = std::min(fewest, words[i]);
+  std::size_t best = seconds.size();
+  for (std::size_t i = 0; i < seconds.size(); ++i)
+    if (seconds[i] <= fastest * (1 + kWordsFirst) && words[i] <= fewest * 1.05 &&
+        (best == seconds.size() || seconds[i] < seconds[best]))
+      best = i;
+  return best;
 }
 
 void save_machine_model(const MachineModel& m, const std::string& path) {

@@ -237,9 +237,18 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
 double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
   const double m = double(s.m), n = double(s.n), k = double(s.k);
   const double mi = std::ceil(m / g.pm), nj = std::ceil(n / g.pn), kl = std::ceil(k / g.pk);
-  const double words = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm + mi * nj * (g.pk - 1) / g.pk;
+  const double gathered = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm;
+  // A reduced word costs its transfer and the pass that adds it in (read, add, write: priced
+  // as a second transfer), which the ring reduce-scatter pays at every step.
+  const double reduced = mi * nj * (g.pk - 1) / g.pk;
   const double msgs = g.steps * double((g.pn > 1) * (g.pn - 1) + (g.pm > 1) * (g.pm - 1)) + (g.pk - 1);
-  return mm.seconds(2 * mi * nj * kl, words * double(elem), msgs);
+  return mm.seconds(2 * mi * nj * kl, (gathered + 2 * reduced) * double(elem), msgs);
+}
+// The busiest rank's words for a grid (the analytic count, with blocks rounded up).
+double grid_words(GemmShape s, const CuboidGrid& g) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk);
+  return mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm + mi * nj * (g.pk - 1) / g.pk;
 }
 }  // namespace
 
@@ -256,12 +265,18 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
                        std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + " ranks");
     return std::make_unique<Cuboid>(world, s, g);
   }
+  struct Candidate {
+    CuboidGrid grid;
+    double seconds, words;
+  };
+  std::vector<Candidate> candidates;
   CuboidGrid best;
   double best_t = std::numeric_limits<double>::max();
   // Every grid of P or slightly fewer ranks (idle ranks pay off where P factors badly), no
   // dimension cut finer than it is long; the fewest k-steps that fit the memory.
   const int lowest = std::max(1, int(std::floor(0.75 * P)));
-  for (int used = P; used >= lowest; --used)
+  for (int used = P; used >= 1; --used) {
+    if (used < lowest && !candidates.empty()) break;  // tiny shapes may fit only a few ranks
     for (int pm = 1; pm <= used; ++pm) {
       if (used % pm || pm > std::max<index_t>(s.m, 1)) continue;
       for (int pn = 1; pn <= used / pm; ++pn) {
@@ -275,10 +290,17 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
                cuboid_peak_words(s, g) * double(elem) > limit)
           g.steps *= 2;
         g.steps = int(std::min<index_t>(g.steps, std::max<index_t>(kl, 1)));
-        const double t = predicted(s, g, mm, elem);
-        if (t < best_t * (1 - 1e-9)) best_t = t, best = g;
+        candidates.push_back({g, predicted(s, g, mm, elem), grid_words(s, g)});
+        best_t = std::min(best_t, candidates.back().seconds);
       }
     }
+  }
+  // Communication-optimal first: of the grids predicted within kWordsFirst of the fastest, the
+  // one that moves the fewest words (on a prime P often a grid of P - 1 ranks, where P ranks in
+  // a line would move several times the lower bound).
+  std::vector<double> seconds, words;
+  for (const Candidate& c : candidates) seconds.push_back(c.seconds), words.push_back(c.words);
+  best = candidates[words_first_choice(seconds, words)].grid;
   return std::make_unique<Cuboid>(world, s, best);
 }
 
