@@ -482,7 +482,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   } else {
     // As in CAPS: all k BFS steps if memory allows, else DFS steps first (each cuts the
     // subproblem 4x before the memory-hungry BFS steps) until the estimate fits.
-    std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size());
+    std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world));
     for (int d = 0; d <= 8; ++d) {
       steps.assign(d, CapsStep::dfs);
       steps.insert(steps.end(), k7, CapsStep::bfs);

@@ -67,4 +67,11 @@ std::pair<int, int> node_local() {
 int node_local_rank() { return node_local().first; }
 int node_local_size() { return node_local().second; }
 
+int node_local_size(const Comm& comm) {
+  MPI_Comm local;
+  MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  Comm c(local, true);
+  return c.size();
+}
+
 }  // namespace distmm

@@ -236,5 +236,8 @@ class Comm {
 // Ranks sharing this node (MPI_Comm_split_type SHARED), for thread and GPU budgets.
 int node_local_rank();
 int node_local_size();
+// The same for the ranks of `comm` only (collective on comm, not on MPI_COMM_WORLD), for code
+// that runs on a subset of the world (the ScaLAPACK drop-in's BLACS grids).
+int node_local_size(const Comm& comm);
 
 }  // namespace distmm

@@ -17,9 +17,9 @@ std::string machine_model_path() {
 }
 
 MachineModel machine_model(const Comm& comm) {
-  static bool cached = false;
-  static MachineModel m;
-  if (cached) return m;
+  // Read on every call (a small file) by rank 0 of *this* communicator: a cache keyed to the
+  // first communicator would make later ones (other BLACS grids) skip the collective.
+  MachineModel m;
   double v[3] = {m.flops_per_s, m.bytes_per_s, m.latency_s};
   int found = 0;
   if (comm.rank() == 0) {
@@ -41,7 +41,6 @@ MachineModel machine_model(const Comm& comm) {
   MPI_Bcast(&found, 1, MPI_INT, 0, comm.get());
   m.flops_per_s = v[0], m.bytes_per_s = v[1], m.latency_s = v[2];
   if (found) m.source = machine_model_path() + " (distmm calibrate)";
-  cached = true;
   return m;
 }
 

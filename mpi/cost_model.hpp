@@ -36,7 +36,7 @@ std::size_t words_first_choice(const std::vector<double>& seconds, const std::ve
 // $DISTMM_MACHINE_FILE, else ~/.cache/distmm/machine.json.
 std::string machine_model_path();
 // Rank 0 reads the file (or takes the defaults) and every rank gets the same model, so that
-// every rank makes the same choices. Cached after the first call.
+// every rank makes the same choices. Collective on comm.
 MachineModel machine_model(const Comm& comm);
 // Writes the model as JSON (rank 0's job); throws UsageError when the file cannot be written.
 void save_machine_model(const MachineModel& m, const std::string& path);

@@ -256,7 +256,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   const int P = world.size();
   const std::size_t elem = size_of(o.dtype);
   const MachineModel mm = machine_model(world);
-  const double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size()));
+  const double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
   if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
     CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
     if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)

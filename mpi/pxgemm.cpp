@@ -18,6 +18,8 @@
 //   DISTMM_SCALAPACK_MIN     m*n*k below which the real routine answers (default below)
 //   DISTMM_VERBOSE=1         one line on stderr at the first call (grid rank 0)
 //   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0)
+//   DISTMM_MEM_LIMIT         bytes per rank for the algorithms (default: the node's available
+//                            memory over the grid's ranks on the node)
 #include <dlfcn.h>
 #include <mpi.h>
 #include <omp.h>
@@ -34,14 +36,14 @@
 #include <vector>
 
 #include "../node/engine.hpp"
+#include "../src/core/system.hpp"
 #include "algorithm.hpp"
 #include "comm.hpp"
+#include "cost_model.hpp"
 #include "partition.hpp"
 
 extern "C" {
 void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_get(int ctxt, int what, int* val);
-MPI_Comm Cblacs2sys_handle(int handle);
 void Cigsum2d(int ctxt, const char* scope, const char* top, int m, int n, int* A, int lda,
               int rdest, int cdest);
 void PB_Cabort(int ctxt, const char* rout, int info);
@@ -50,9 +52,13 @@ void PB_Cabort(int ctxt, const char* rout, int info);
 namespace distmm {
 namespace {
 
-// Measured on the 2-core CI machine (2 ranks, f64, square): ScaLAPACK is faster below about
-// 256^3; see docs/performance.md. DISTMM_SCALAPACK_MIN overrides it (0: distmm answers all).
-constexpr double kDefaultMinVolume = 256.0 * 256.0 * 256.0;
+// Below this m*n*k the real routine answers (when there is one). Measured on the 2-core CI
+// machine (2 ranks, 1 x 2 grid, f64, square, nb 64; best of 7): distmm's fixed costs (two
+// all-to-alls, packing) take 3-5x ScaLAPACK's time up to 192^3 and 1.4-1.6x up to 384^3,
+// 1.2-1.4x from 512^3 on; on 2 ranks ScaLAPACK has little communication for distmm to save,
+// so the gain needs more ranks (docs/performance.md). DISTMM_SCALAPACK_MIN overrides it
+// (0: distmm answers every call).
+constexpr double kDefaultMinVolume = 512.0 * 512.0 * 512.0;
 
 // PBLAS's internal descriptor (PBtools.h): the 9-entry BLOCK_CYCLIC_2D one is widened.
 enum { DTYPE_ = 0, CTXT_, M_, N_, IMB_, INB_, MB_, NB_, RSRC_, CSRC_, LLD_, DLEN_ };
@@ -210,28 +216,33 @@ const Settings& settings() {
   return s;
 }
 
-// ---- the grid's communicator, ranks in row-major grid order ----
+// ---- the grid's communicator (ranks in row-major grid order) and its plans ----
+// Caches stay consistent across ranks: a communicator is known by its members (every member
+// creates it, together, on first use), and its plans are made and dropped by the calls on it,
+// which all its members make alike.
+struct Plan {
+  std::unique_ptr<DistAlgorithm> algo;
+  std::vector<Piece> a, b, c;  // pieces of every rank
+};
 struct GridComm {
-  MPI_Comm sys = MPI_COMM_NULL;
-  std::vector<int> members;  // sys rank of grid position prow * npcol + pcol
   std::unique_ptr<Comm> comm;
+  std::size_t mem_limit = 0;  // bytes per rank: the node's available memory over its grid ranks
+  std::map<std::tuple<index_t, index_t, index_t, int>, Plan> plans;
 };
 
-const Comm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
-  static std::map<int, GridComm> cache;
-  int handle = 0;
-  Cblacs_get(ctxt, 10, &handle);
-  MPI_Comm sys = Cblacs2sys_handle(handle);
+GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
+  // Members by MPI_COMM_WORLD rank (BLACS' system handles of a context are not stable values:
+  // blacs_get(ctxt, 10) makes a new one per call), learnt through the context itself.
+  static std::map<std::vector<int>, GridComm> cache;
   int me = 0;
-  MPI_Comm_rank(sys, &me);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
   const int P = nprow * npcol;
   std::vector<int> members(P, 0);
   members[myrow * npcol + mycol] = me;
-  Cigsum2d(ctxt, "All", " ", P, 1, members.data(), P, -1, -1);  // every grid rank's sys rank
-  auto it = cache.find(ctxt);
-  if (it != cache.end() && it->second.sys == sys && it->second.members == members)
-    return *it->second.comm;
-  // Every grid process sees the same members, so all create (or all reuse) together.
+  Cigsum2d(ctxt, "All", " ", P, 1, members.data(), P, -1, -1);  // every grid rank's world rank
+  auto it = cache.find(members);
+  if (it != cache.end()) return it->second;
+  const MPI_Comm sys = MPI_COMM_WORLD;
   MPI_Group all, grp;
   MPI_Comm_group(sys, &all);
   MPI_Group_incl(all, P, members.data(), &grp);
@@ -239,26 +250,36 @@ const Comm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
   MPI_Comm_create_group(sys, grp, 17017, &c);
   MPI_Group_free(&grp);
   MPI_Group_free(&all);
-  GridComm g{sys, std::move(members), std::make_unique<Comm>(c, true)};
-  cache[ctxt] = std::move(g);  // an old entry's communicator is freed here
-  return *cache[ctxt].comm;
+  GridComm& g = cache[members];
+  g.comm = std::make_unique<Comm>(c, true);
+  // distmm's default memory share splits MPI_COMM_WORLD, which ranks outside the grid never
+  // join: the share is taken over the grid's ranks on this node instead.
+  MPI_Comm node;
+  MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  g.mem_limit = available_memory_bytes() / std::size_t(std::max(1, local));
+  if (const char* s = std::getenv("DISTMM_MEM_LIMIT")) g.mem_limit = std::strtoull(s, nullptr, 10);
+  return g;
 }
 
 Engine& engine() {
   static std::unique_ptr<Engine> e = [] {
     EngineOptions o;
     o.threads = settings().threads;
+    // GPU engines: ranks of a node spread over its GPUs (the launcher's node-local rank).
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+      if (const char* s = std::getenv(v)) {
+        o.device = std::atoi(s);
+        break;
+      }
     return make_engine(settings().engine, o);
   }();
   return *e;
 }
 
 // ---- the algorithm for a shape on a communicator, with every rank's pieces ----
-struct Plan {
-  std::unique_ptr<DistAlgorithm> algo;
-  std::vector<Piece> a, b, c;  // pieces of every rank
-};
-
 std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm) {
   std::vector<long long> buf{static_cast<long long>(mine.row_runs.size()),
                              static_cast<long long>(mine.col_runs.size())};
@@ -284,22 +305,22 @@ std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm) {
   return out;
 }
 
-Plan& plan_for(const Comm& comm, GemmShape s, Dtype dt) {
-  using Key = std::tuple<MPI_Comm, index_t, index_t, index_t, int>;
-  static std::map<Key, Plan> cache;
-  Key key{comm.get(), s.m, s.n, s.k, static_cast<int>(dt)};
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  if (cache.size() >= 16) cache.clear();
+Plan& plan_for(GridComm& gc, GemmShape s, Dtype dt) {
+  auto key = std::make_tuple(s.m, s.n, s.k, static_cast<int>(dt));
+  auto it = gc.plans.find(key);
+  if (it != gc.plans.end()) return it->second;
+  if (gc.plans.size() >= 16) gc.plans.clear();
+  const Comm& comm = *gc.comm;
   AlgoOptions o;
   o.dtype = dt;
   o.engine = &engine();
+  o.mem_limit = gc.mem_limit;
   Plan p;
   p.algo = make_algorithm(settings().algo, comm, s, o);
   p.a = allgather_pieces(p.algo->piece_a(), comm);
   p.b = allgather_pieces(p.algo->piece_b(), comm);
   p.c = allgather_pieces(p.algo->piece_c(), comm);
-  return cache[key] = std::move(p);
+  return gc.plans[key] = std::move(p);
 }
 
 // ---- one logical dimension of op(sub(X)) seen in X's block-cyclic distribution ----
@@ -504,17 +525,19 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
   const int ctxt = Ad[CTXT_];
   Grid g{};
   Cblacs_gridinfo(ctxt, &g.nprow, &g.npcol, &g.myrow, &g.mycol);
-  // A process outside the context's grid has nothing to do.
-  if (g.nprow == -1 || g.myrow < 0 || g.mycol < 0) return;
-  // PBLAS's argument checks, in PDGEMM's order.
-  int info = 0;
-  if (!nota && ta != 'T' && ta != 'C') info = -1;
+  // PBLAS's argument checks, in PDGEMM's order. An invalid context (a process outside the
+  // grid: BLACS gave it -1) is PBLAS's -(1001 + CTXT_), reported like every other error.
+  int info = g.nprow == -1 ? -(1001 + CTXT_) : 0;
+  if (info) {
+  } else if (!nota && ta != 'T' && ta != 'C') info = -1;
   else if (!notb && tb != 'T' && tb != 'C') info = -2;
-  if (nota) chkmat(ctxt, *M, 3, *K, 5, ia, ja, Ad, 10, &info);
-  else chkmat(ctxt, *K, 5, *M, 3, ia, ja, Ad, 10, &info);
-  if (notb) chkmat(ctxt, *K, 5, *N, 4, ib, jb, Bd, 14, &info);
-  else chkmat(ctxt, *N, 4, *K, 5, ib, jb, Bd, 14, &info);
-  chkmat(ctxt, *M, 3, *N, 4, ic, jc, Cd, 19, &info);
+  if (g.nprow != -1) {
+    if (nota) chkmat(ctxt, *M, 3, *K, 5, ia, ja, Ad, 10, &info);
+    else chkmat(ctxt, *K, 5, *M, 3, ia, ja, Ad, 10, &info);
+    if (notb) chkmat(ctxt, *K, 5, *N, 4, ib, jb, Bd, 14, &info);
+    else chkmat(ctxt, *N, 4, *K, 5, ib, jb, Bd, 14, &info);
+    chkmat(ctxt, *M, 3, *N, 4, ic, jc, Cd, 19, &info);
+  }
   if (info) {
     PB_Cabort(ctxt, Names<T>::name, info);
     return;
@@ -568,9 +591,10 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
   }
 
   try {
-    const Comm& comm = grid_comm(ctxt, g.nprow, g.npcol, g.myrow, g.mycol);
+    GridComm& gc = grid_comm(ctxt, g.nprow, g.npcol, g.myrow, g.mycol);
+    const Comm& comm = *gc.comm;
     const int me = comm.rank();
-    Plan& plan = plan_for(comm, {m, n, k}, dtype_of<T>());
+    Plan& plan = plan_for(gc, {m, n, k}, dtype_of<T>());
     if (root && st.verbose && first_call())
       std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (%s), "
                    "engine %s, %d ranks\n", Names<T>::name, m, n, k, plan.algo->name().c_str(),
