@@ -17,17 +17,22 @@ std::string sci(std::complex<double> v) {
   if (v.imag() == 0) return sci(v.real());
   return sci(v.real()) + (v.imag() < 0 ? "-" : "+") + sci(std::abs(v.imag())) + "i";
 }
-}  // namespace
-
-void print_report(const RunReport& r, std::ostream& os) {
-  auto row = [&](const std::string& k, const std::string& v) {
+// The title line and the rows both reports open with; returns the row printer.
+auto open_report(const RunReport& r, std::ostream& os, const char* what, const char* note) {
+  auto row = [&os](const std::string& k, const std::string& v) {
     os << "  " << std::left << std::setw(22) << k << v << "\n";
   };
-  os << "distmm run: " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " " << r.dtype
-     << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << "\n";
+  os << "distmm " << what << ": " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " "
+     << r.dtype << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << note << "\n";
   row("layout", r.layout);
   if (!r.selection.empty()) row("chosen", r.selection);
   row("engine", r.engine_detail);
+  return row;
+}
+}  // namespace
+
+void print_report(const RunReport& r, std::ostream& os) {
+  auto row = open_report(r, os, "run", "");
   row("threads per rank", std::to_string(r.threads));
   row("inputs", r.inputs + (r.transa != "N" || r.transb != "N" ? "  (op: " + r.transa + r.transb + ")" : ""));
   if (!r.output.empty()) row("output", r.output + (r.passed ? "" : " (not written: verification failed)"));
@@ -74,14 +79,7 @@ void print_report(const RunReport& r, std::ostream& os) {
 }
 
 void print_plan(const RunReport& r, std::ostream& os) {
-  auto row = [&](const std::string& k, const std::string& v) {
-    os << "  " << std::left << std::setw(22) << k << v << "\n";
-  };
-  os << "distmm plan: " << r.algo << " " << r.m << " x " << r.n << " x " << r.k << " " << r.dtype
-     << " on " << r.ranks << " rank" << (r.ranks > 1 ? "s" : "") << " (nothing computed)\n";
-  row("layout", r.layout);
-  if (!r.selection.empty()) row("chosen", r.selection);
-  row("engine", r.engine_detail);
+  auto row = open_report(r, os, "plan", " (nothing computed)");
   row("words sent per rank", "max " + sci(r.words_max) + ", mean " + sci(r.words_mean) +
                                  (r.words_measured ? "  (exact for this layout: run measures the same)"
                                                    : "  (analytic; library-internal traffic)"));
