@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <new>
 
 #include "../../cuda/gpu_engines.hpp"
 #include "commands.hpp"
@@ -120,6 +121,13 @@ int main(int argc, char** argv) {
   } catch (const distmm::OutputError& e) {  // thrown on every rank alike (collective checks)
     if (rank == 0) std::cerr << "distmm: error: " << e.what() << std::endl;
     code = 1;
+  } catch (const std::bad_alloc&) {
+    // Memory ran out although the plan fitted the budget (a --mem-limit above what the node
+    // has, or other processes' memory): perhaps on this rank only, so take every rank down.
+    std::cerr << "distmm: error: out of memory on rank " << rank
+              << ": use a smaller --mem-limit (the node's memory over its ranks), smaller sizes or more ranks"
+              << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 2);
   } catch (const std::exception& e) {
     // Not a user error and perhaps on one rank only: take every rank down rather than hang.
     std::cerr << "distmm: internal error on rank " << rank << ": " << e.what() << std::endl;
