@@ -96,14 +96,10 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
       double words = 0, msgs = 0;
       for (int c = 0; c < g_.steps; ++c) {
         const index_t kc = step_size(l, c);
-        for (int q = 0; q < g_.pn; ++q)  // A's k-slice from the other (i, q, l)
-          if (q != j && share(kc, g_.pn, q) > 0) words += mi * double(share(kc, g_.pn, q)), msgs += 1;
-        for (int q = 0; q < g_.pm; ++q)  // B's k-slice from the other (q, j, l)
-          if (q != i && share(pn_.size(j), g_.pm, q) > 0) words += double(kc) * double(share(pn_.size(j), g_.pm, q)), msgs += 1;
+        if (g_.pn > 1) charge(part_counts(kc, g_.pn, pm_.size(i)), j, words, msgs);  // A's k-slice
+        if (g_.pm > 1) charge(part_counts(pn_.size(j), g_.pm, kc), i, words, msgs);  // B's k-slice
       }
-      if (g_.pk > 1)
-        for (int q = 0; q < g_.pk; ++q)  // C's partial sums of the other (i, j, q)'s columns
-          if (q != l && share(pn_.size(j), g_.pk, q) > 0) words += mi * double(share(pn_.size(j), g_.pk, q)), msgs += 1;
+      if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
       acc.add(words, msgs, 2 * mi * nj * kl);
     }
     return acc.done(P_);
@@ -143,9 +139,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
           for (index_t q = 0; q < wa; ++q) std::memcpy(asend[slot].data() + q * mi, mine + q * A.ld, sizeof(T) * mi);
           mine = asend[slot].data();
         }
-        std::vector<index_t> counts(g_.pn);
-        for (int q = 0; q < g_.pn; ++q) counts[q] = mi * share(kc, g_.pn, q);
-        a_comm_.iallgatherv(mine, abuf[slot].data(), counts, pending[slot]);
+        a_comm_.iallgatherv(mine, abuf[slot].data(), part_counts(kc, g_.pn, mi), pending[slot]);
         a_step[slot] = abuf[slot].data(), lda_step[slot] = std::max<index_t>(mi, 1);
       } else {
         a_step[slot] = A.data + a_col0 * A.ld, lda_step[slot] = A.ld;
@@ -157,9 +151,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
         timed(0, [&] {
           for (index_t q = 0; q < wb; ++q) std::memcpy(send + q * kc, B.data + k0 + q * B.ld, sizeof(T) * kc);
         });
-        std::vector<index_t> counts(g_.pm);
-        for (int q = 0; q < g_.pm; ++q) counts[q] = kc * share(nj, g_.pm, q);
-        b_comm_.iallgatherv(send, bbuf[slot].data(), counts, pending[slot]);
+        b_comm_.iallgatherv(send, bbuf[slot].data(), part_counts(nj, g_.pm, kc), pending[slot]);
         b_step[slot] = bbuf[slot].data(), ldb_step[slot] = std::max<index_t>(kc, 1);
       } else {
         b_step[slot] = B.data + k0, ldb_step[slot] = B.ld;
@@ -181,10 +173,8 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     }
     if (!reduce_c) return;
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
-    std::vector<index_t> counts(g_.pk);
-    for (int q = 0; q < g_.pk; ++q) counts[q] = mi * share(nj, g_.pk, q);
     Matrix<T> mine(mi, share(nj, g_.pk, l_));
-    timed(3, [&] { c_comm_.reduce_scatter(partial.data(), mine.data(), counts); });
+    timed(3, [&] { c_comm_.reduce_scatter(partial.data(), mine.data(), part_counts(nj, g_.pk, mi)); });
     for (index_t q = 0; q < mine.cols(); ++q)
       for (index_t r = 0; r < mi; ++r)
         C(r, q) = mine(r, q) + (beta == T(0) ? T(0) : beta * C(r, q));
@@ -194,6 +184,17 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
  private:
   // Part q of `parts` of n (the first n % parts one larger): the split of every block.
   static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
+  // Elements of each part of a collective over `parts` ranks: `scale` times each share of n.
+  static std::vector<index_t> part_counts(index_t n, int parts, index_t scale) {
+    std::vector<index_t> c(parts);
+    for (int q = 0; q < parts; ++q) c[q] = scale * share(n, parts, q);
+    return c;
+  }
+  // What rank `me` of such a collective is charged (comm.hpp): the other non-empty parts.
+  static void charge(const std::vector<index_t>& counts, int me, double& words, double& msgs) {
+    for (std::size_t q = 0; q < counts.size(); ++q)
+      if (int(q) != me && counts[q] > 0) words += double(counts[q]), msgs += 1;
+  }
   static index_t share_begin(index_t n, int parts, int q) { return Partition1D{n, parts}.start(q); }
 
   std::tuple<int, int, int> coords(int r) const {
@@ -233,22 +234,25 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
 };
 
 
-// Predicted seconds of a grid: the busiest rank's flops, words and messages (cost_model.hpp).
-double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
-  const double m = double(s.m), n = double(s.n), k = double(s.k);
-  const double mi = std::ceil(m / g.pm), nj = std::ceil(n / g.pn), kl = std::ceil(k / g.pk);
-  const double gathered = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm;
-  // A reduced word costs its transfer and the pass that adds it in (read, add, write: priced
-  // as a second transfer), which the ring reduce-scatter pays at every step.
-  const double reduced = mi * nj * (g.pk - 1) / g.pk;
-  const double msgs = g.steps * double((g.pn > 1) * (g.pn - 1) + (g.pm > 1) * (g.pm - 1)) + (g.pk - 1);
-  return mm.seconds(2 * mi * nj * kl, (gathered + 2 * reduced) * double(elem), msgs);
-}
-// The busiest rank's words for a grid (the analytic count, with blocks rounded up).
-double grid_words(GemmShape s, const CuboidGrid& g) {
+// The busiest rank's words for a grid (blocks rounded up): gathered (A and B) and reduced (C).
+struct GridWords {
+  double gathered, reduced;
+};
+GridWords grid_words(GemmShape s, const CuboidGrid& g) {
   const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
                kl = std::ceil(double(s.k) / g.pk);
-  return mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm + mi * nj * (g.pk - 1) / g.pk;
+  return {mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm, mi * nj * (g.pk - 1) / g.pk};
+}
+
+// Predicted seconds of a grid: the busiest rank's flops, words and messages (cost_model.hpp).
+// A reduced word costs its transfer and the pass that adds it in (read, add, write: priced as a
+// second transfer), which the ring reduce-scatter pays at every step.
+double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk);
+  const GridWords w = grid_words(s, g);
+  const double msgs = g.steps * double((g.pn - 1) + (g.pm - 1)) + (g.pk - 1);
+  return mm.seconds(2 * mi * nj * kl, (w.gathered + 2 * w.reduced) * double(elem), msgs);
 }
 }  // namespace
 
@@ -270,8 +274,6 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
     double seconds, words;
   };
   std::vector<Candidate> candidates;
-  CuboidGrid best;
-  double best_t = std::numeric_limits<double>::max();
   // Every grid of P or slightly fewer ranks (idle ranks pay off where P factors badly), no
   // dimension cut finer than it is long; the fewest k-steps that fit the memory.
   const int lowest = std::max(1, int(std::floor(0.75 * P)));
@@ -290,8 +292,8 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
                cuboid_peak_words(s, g) * double(elem) > limit)
           g.steps *= 2;
         g.steps = int(std::min<index_t>(g.steps, std::max<index_t>(kl, 1)));
-        candidates.push_back({g, predicted(s, g, mm, elem), grid_words(s, g)});
-        best_t = std::min(best_t, candidates.back().seconds);
+        const GridWords w = grid_words(s, g);
+        candidates.push_back({g, predicted(s, g, mm, elem), w.gathered + w.reduced});
       }
     }
   }
@@ -300,8 +302,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   // a line would move several times the lower bound).
   std::vector<double> seconds, words;
   for (const Candidate& c : candidates) seconds.push_back(c.seconds), words.push_back(c.words);
-  best = candidates[words_first_choice(seconds, words)].grid;
-  return std::make_unique<Cuboid>(world, s, best);
+  return std::make_unique<Cuboid>(world, s, candidates[words_first_choice(seconds, words)].grid);
 }
 
 }  // namespace distmm

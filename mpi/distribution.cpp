@@ -39,6 +39,23 @@ void for_each_remote_piece(const Comm& comm, int root, int tag, F&& f) {
 
 }  // namespace
 
+std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm) {
+  const std::vector<index_t> meta = encode(mine);
+  const int P = comm.size();
+  std::vector<int> counts(P), displs(P);
+  int n = mpi_count(index_t(meta.size()));
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.get());
+  int total = 0;
+  for (int r = 0; r < P; ++r) displs[r] = total, total += counts[r];
+  std::vector<index_t> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(meta.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T,
+                 comm.get());
+  std::vector<Piece> out(P);
+  for (int r = 0; r < P; ++r)
+    out[r] = decode(std::vector<index_t>(all.begin() + displs[r], all.begin() + displs[r] + counts[r]));
+  return out;
+}
+
 template <class T>
 Matrix<T> gather_to_root(const DistMatrix<T>& M, const Comm& comm, int root) {
   const int tag_meta = 9001, tag_data = 9002;

@@ -46,6 +46,9 @@ void fill_random(DistMatrix<T>& M, std::uint64_t seed, Stream s, Fill fill) {
   });
 }
 
+// Every rank's piece, on every rank (collective; the layouts' bookkeeping, not counted).
+std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm);
+
 // Assembles the whole matrix on `root` (empty elsewhere). Every global element must be held by
 // exactly one rank; ranks holding nothing take part with an empty piece. Not counted: used
 // for verification and output, outside the timed multiply.

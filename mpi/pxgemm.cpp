@@ -36,10 +36,11 @@
 #include <vector>
 
 #include "../node/engine.hpp"
+#include "../src/core/json.hpp"
 #include "../src/core/system.hpp"
 #include "algorithm.hpp"
 #include "comm.hpp"
-#include "cost_model.hpp"
+#include "distribution.hpp"
 #include "partition.hpp"
 
 extern "C" {
@@ -280,30 +281,6 @@ Engine& engine() {
 }
 
 // ---- the algorithm for a shape on a communicator, with every rank's pieces ----
-std::vector<Piece> allgather_pieces(const Piece& mine, const Comm& comm) {
-  std::vector<long long> buf{static_cast<long long>(mine.row_runs.size()),
-                             static_cast<long long>(mine.col_runs.size())};
-  for (const auto* runs : {&mine.row_runs, &mine.col_runs})
-    for (const Run& r : *runs) buf.push_back(r.global), buf.push_back(r.length);
-  const int P = comm.size();
-  std::vector<int> counts(P), displs(P);
-  int n = static_cast<int>(buf.size());
-  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.get());
-  int total = 0;
-  for (int r = 0; r < P; ++r) displs[r] = total, total += counts[r];
-  std::vector<long long> all(total);
-  MPI_Allgatherv(buf.data(), n, MPI_LONG_LONG, all.data(), counts.data(), displs.data(),
-                 MPI_LONG_LONG, comm.get());
-  std::vector<Piece> out(P);
-  for (int r = 0; r < P; ++r) {
-    const long long* p = all.data() + displs[r];
-    const long long nr = p[0], nc = p[1];
-    p += 2;
-    for (long long i = 0; i < nr; ++i, p += 2) out[r].row_runs.push_back({p[0], p[1]});
-    for (long long i = 0; i < nc; ++i, p += 2) out[r].col_runs.push_back({p[0], p[1]});
-  }
-  return out;
-}
 
 Plan& plan_for(GridComm& gc, GemmShape s, Dtype dt) {
   auto key = std::make_tuple(s.m, s.n, s.k, static_cast<int>(dt));
@@ -497,12 +474,10 @@ void append_stats(const char* routine, int m, int n, int k, const std::string& a
                   bool handed) {
   const std::string& path = settings().stats;
   if (path.empty()) return;
-  if (FILE* f = std::fopen(path.c_str(), "a")) {
-    std::fprintf(f,
-                 "{\"routine\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"algorithm\":\"%s\","
-                 "\"seconds\":%.9g,\"handed_to_scalapack\":%s}\n",
-                 routine, m, n, k, algo.c_str(), sec, handed ? "true" : "false");
-    std::fclose(f);
+  try {  // statistics must never fail the caller's PxGEMM
+    append_json_line(path, {{"routine", routine}, {"m", m}, {"n", n}, {"k", k}, {"algorithm", algo},
+                            {"seconds", sec}, {"handed_to_scalapack", handed}});
+  } catch (const UsageError&) {
   }
 }
 

@@ -4,10 +4,9 @@
 //   beta  point-to-point bandwidth, ranks paired (0-1, 2-3, ...) exchanging 16 MiB (one rank:
 //         a memory copy of that size), median over the pairs;
 //   alpha half the round trip of an 8-byte message (one rank: 1 us).
-// and saves them where --algo auto reads them. Also `plan --ranks P`'s relaunch under mpirun.
+// and saves them where --algo auto reads them.
 #include <mpi.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -101,35 +100,6 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
        << "  latency              " << m.latency_s * 1e6 << " us" << (P > 1 ? "" : " (one rank: assumed)")
        << "\n  saved to             " << path << " (read by --algo auto and distmm plan)\n";
   return 0;
-}
-
-int plan_on_ranks(int argc, char** argv, int ranks) {
-  const char* launcher = std::getenv("DISTMM_MPIRUN");
-  std::string mpirun = launcher ? launcher : "mpirun";
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) throw UsageError("plan --ranks: cannot find this program's path: run it under mpirun -n P instead");
-  self[len] = 0;
-  std::vector<std::string> args{mpirun, "-n", std::to_string(ranks), "--oversubscribe", self};
-  for (int a = 1; a < argc; ++a) {
-    const std::string s = argv[a];
-    if (s == "--ranks") {
-      ++a;  // and its value
-      continue;
-    }
-    if (s.rfind("--ranks=", 0) == 0) continue;
-    args.push_back(s);
-  }
-  std::vector<char*> cargs;
-  for (auto& s : args) cargs.push_back(s.data());
-  cargs.push_back(nullptr);
-  // Planning computes nothing: as root (containers), let Open MPI's mpirun start the ranks.
-  if (geteuid() == 0) setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  MPI_Finalize();  // this singleton leaves; the planning ranks start afresh
-  execvp(cargs[0], cargs.data());
-  std::cerr << "distmm: error: plan --ranks " << ranks << " needs " << mpirun
-            << " (not found): run it under mpirun -n " << ranks << " instead, or set DISTMM_MPIRUN\n";
-  std::exit(2);
 }
 
 }  // namespace distmm

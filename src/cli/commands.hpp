@@ -38,8 +38,5 @@ struct CalibrateOptions {
 };
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
 
-// `distmm plan --ranks P` from one process: runs the same plan under mpirun -n P (the plan of
-// P ranks is made by P ranks, so its numbers are exactly those of the run). Returns only on error.
-int plan_on_ranks(int argc, char** argv, int ranks);
 
 }  // namespace distmm

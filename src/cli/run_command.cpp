@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
+#include <vector>
 
 #include "../core/json.hpp"
 #include "../core/system.hpp"
@@ -306,6 +308,35 @@ int plan_command(const RunCommandOptions& o, int rank) {
     }
   }
   return 0;
+}
+
+int plan_on_ranks(int argc, char** argv, int ranks) {
+  const char* launcher = std::getenv("DISTMM_MPIRUN");
+  std::string mpirun = launcher ? launcher : "mpirun";
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw UsageError("plan --ranks: cannot find this program's path: run it under mpirun -n P instead");
+  self[len] = 0;
+  std::vector<std::string> args{mpirun, "-n", std::to_string(ranks), "--oversubscribe", self};
+  for (int a = 1; a < argc; ++a) {
+    const std::string s = argv[a];
+    if (s == "--ranks") {
+      ++a;  // and its value
+      continue;
+    }
+    if (s.rfind("--ranks=", 0) == 0) continue;
+    args.push_back(s);
+  }
+  std::vector<char*> cargs;
+  for (auto& s : args) cargs.push_back(s.data());
+  cargs.push_back(nullptr);
+  // Planning computes nothing: as root (containers), let Open MPI's mpirun start the ranks.
+  if (geteuid() == 0) setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0), setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  MPI_Finalize();  // this singleton leaves; the planning ranks start afresh
+  execvp(cargs[0], cargs.data());
+  std::cerr << "distmm: error: plan --ranks " << ranks << " needs " << mpirun
+            << " (not found): run it under mpirun -n " << ranks << " instead, or set DISTMM_MPIRUN\n";
+  std::exit(2);
 }
 
 }  // namespace distmm

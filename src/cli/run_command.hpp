@@ -29,5 +29,8 @@ RunSpec to_spec(const RunCommandOptions& o);
 int run_command(const RunCommandOptions& o, int rank);
 // `distmm plan`: what `run` with these options would do, computing nothing; --json FILE or -.
 int plan_command(const RunCommandOptions& o, int rank);
+// `distmm plan --ranks P` from one process: runs the same plan under mpirun -n P (the plan of
+// P ranks is made by P ranks, so its numbers are exactly those of the run). Returns only on error.
+int plan_on_ranks(int argc, char** argv, int ranks);
 
 }  // namespace distmm
