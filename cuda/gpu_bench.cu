@@ -1,7 +1,8 @@
 // `distmm gpu-bench`: cuBLAS against each GPU engine in the same process, on device-resident
 // random uniform [-1, 1) matrices: median time over --repeat (after one warm-up), effective
-// TFLOP/s (2 n^3 / t), speedup over cuBLAS, and the relative Frobenius error against a double
-// precision cuBLAS product (for f64: against cuBLAS DGEMM itself). Prints a Markdown table.
+// TFLOP/s (2 n^3 / t), speedup over cuBLAS, and the relative Frobenius error against a more
+// precise product: f32 against cuBLAS DGEMM of the same inputs, f64 against a double-double
+// product (about 106 bits) on 256 rows spread over C. Prints a Markdown table.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -47,11 +48,50 @@ __global__ void to_double_kernel(long long n, const T* x, double* y) {
     y[i] = double(x[i]);
 }
 
+// The rows of the f64 reference: kSampleRows rows spread evenly over n.
+constexpr int kSampleRows = 256;
+long long sample_rows(long long n) { return std::min<long long>(n, kSampleRows); }
+__host__ __device__ inline long long sample_row(long long s, long long rows, long long n) { return s * n / rows; }
+
+// As[h * rows + s] = A(sample_row(s), h): the sampled rows, k-major, for coalesced reads.
+__global__ void gather_rows(long long n, long long rows, const double* A, double* As) {
+  const long long s = threadIdx.x, h = blockIdx.x;
+  if (s < rows) As[h * rows + s] = A[sample_row(s, rows, n) + h * n];
+}
+// ref[s + j * rows] = sum_h As(h, s) B(h, j) in double-double (Dekker's TwoProduct by fma,
+// Knuth's TwoSum), rounded once at the end: one block per column j, one thread per row.
+__global__ void dd_rows(long long n, long long rows, const double* As, const double* B, double* ref) {
+  const long long s = threadIdx.x, j = blockIdx.x;
+  if (s >= rows) return;
+  double hi = 0, lo = 0;
+  for (long long h = 0; h < n; ++h) {
+    const double a = As[h * rows + s], b = B[h + j * n];
+    const double p = a * b, pe = fma(a, b, -p);
+    const double t = hi + p, v = t - hi, te = (hi - (t - v)) + (p - v);
+    hi = t, lo += te + pe;
+  }
+  ref[s + j * rows] = hi + lo;
+}
+// C's sampled rows, packed like ref.
+template <class T>
+__global__ void pick_rows(long long n, long long rows, const T* C, double* out) {
+  const long long s = threadIdx.x, j = blockIdx.x;
+  if (s < rows) out[s + j * rows] = double(C[sample_row(s, rows, n) + j * n]);
+}
+
 template <class T>
 double rel_error(long long n2, const T* c, const double* ref, cudaStream_t s) {
   DeviceBuffer<double> acc(2);
   cuda_check(cudaMemsetAsync(acc.get(), 0, 2 * sizeof(double), s), "memset");
-  diff_kernel<T><<<1024, 256, 0, s>>>(n2, c, ref, acc.get());
+  if constexpr (std::is_same_v<T, double>) {
+    // ref holds the double-double rows; n2 = n * n
+    const long long n = std::llround(std::sqrt(double(n2))), rows = sample_rows(n);
+    DeviceBuffer<double> picked(rows * n);
+    pick_rows<T><<<unsigned(n), kSampleRows, 0, s>>>(n, rows, c, picked.get());
+    diff_kernel<double><<<1024, 256, 0, s>>>(rows * n, picked.get(), ref, acc.get());
+  } else {
+    diff_kernel<T><<<1024, 256, 0, s>>>(n2, c, ref, acc.get());
+  }
   double h[2];
   cuda_check(cudaMemcpyAsync(h, acc.get(), sizeof h, cudaMemcpyDeviceToHost, s), "D2H");
   cuda_check(cudaStreamSynchronize(s), "sync");
@@ -63,6 +103,7 @@ struct Row {
   int levels, streams;
   bool tuned;
   double ms, tflops, speedup, error;
+  std::string detail;  // the engine's describe() after the runs (what ran)
 };
 
 template <class T>
@@ -82,9 +123,15 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
   auto* cubd = dynamic_cast<DeviceGemm*>(cub.get());
   const cudaStream_t s = cubd->stream();
 
-  // Reference in double: cuBLAS DGEMM on the (rounded) inputs.
-  DeviceBuffer<double> ref(n2);
-  {
+  // Reference: f32, cuBLAS DGEMM on the (rounded) inputs; f64, double-double sampled rows.
+  DeviceBuffer<double> ref(std::is_same_v<T, double> ? sample_rows(n) * n : n2);
+  if constexpr (std::is_same_v<T, double>) {
+    const long long rows = sample_rows(n);
+    DeviceBuffer<double> As(rows * n);
+    gather_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, A.get(), As.get());
+    dd_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, As.get(), B.get(), ref.get());
+    cuda_check(cudaStreamSynchronize(s), "sync");
+  } else {
     DeviceBuffer<double> Ad(n2), Bd(n2);
     to_double_kernel<T><<<1024, 256, 0, s>>>(n2, A.get(), Ad.get());
     to_double_kernel<T><<<1024, 256, 0, s>>>(n2, B.get(), Bd.get());
@@ -108,7 +155,8 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
   };
   const double flops = 2.0 * double(n) * n * n;
   const double base = time(cubd);
-  rows.push_back({"cublas", 0, 1, false, base, flops / base / 1e9, 1.0, rel_error<T>(n2, C.get(), ref.get(), s)});
+  rows.push_back({"cublas", 0, 1, false, base, flops / base / 1e9, 1.0, rel_error<T>(n2, C.get(), ref.get(), s),
+                  cub->describe()});
   log << "n " << n << " cublas " << base << " ms\n" << std::flush;
   std::vector<bool> tunings{true};
   if (o.untuned_too) tunings.push_back(false);
@@ -116,19 +164,21 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
     for (int L : o.levels)
       for (int st : o.streams)
         for (bool tuned : tunings) {
-          const bool plain = name == "gpu-tiled";
+          const bool plain = !engine_info(name).recursive;
           if (plain && (L != o.levels.front() || st != o.streams.front() || !tuned)) continue;
           EngineOptions e2 = eo;
           e2.levels = L;
           e2.streams = st;
           e2.tuned_leaves = tuned;
+          e2.moduli = o.moduli;
           auto eng = make_engine(name, e2);
           auto* d = dynamic_cast<DeviceGemm*>(eng.get());
           double ms = time(d);
           double err = rel_error<T>(n2, C.get(), ref.get(), d->stream());
-          rows.push_back({name, plain ? 0 : L, plain ? 1 : st, !plain && tuned, ms, flops / ms / 1e9, base / ms, err});
+          rows.push_back({name, plain ? 0 : L, plain ? 1 : st, !plain && tuned, ms, flops / ms / 1e9, base / ms, err,
+                          eng->describe()});
           log << "n " << n << " " << name << " L" << L << " streams " << st << (tuned ? " tuned" : "")
-              << " " << ms << " ms\n" << std::flush;
+              << " " << ms << " ms, error " << err << ": " << rows.back().detail << "\n" << std::flush;
         }
 }
 
@@ -171,7 +221,9 @@ int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
                                   {"dtype", o.dtype}, {"engine", r.engine}, {"levels", r.levels},
                                   {"streams", r.streams}, {"tuned_leaves", r.tuned},
                                   {"time_median", r.ms / 1e3}, {"tflops", r.tflops},
-                                  {"speedup", r.speedup}, {"rel_frobenius", r.error}});
+                                  {"speedup", r.speedup}, {"rel_frobenius", r.error},
+                                  {"reference", *dt == Dtype::f64 ? "double-double, 256 sampled rows" : "cuBLAS DGEMM"},
+                                  {"engine_detail", r.detail}});
     }
   }
   return 0;

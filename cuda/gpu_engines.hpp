@@ -30,6 +30,7 @@ struct GpuBenchOptions {
   std::vector<int> levels{1, 2, 3};
   std::vector<int> streams{2};  // streams for independent leaf products, one row set per value
   bool untuned_too = false;     // also rows with cuBLAS's own leaf kernels (no tuning file)
+  int moduli = 0;               // INT8-emulated engines: moduli count (0: the accuracy rule)
   std::vector<std::string> engines{"gpu-strassen", "gpu-strassen-lowmem", "gpu-winograd"};
   int repeat = 3;
   int device = 0;

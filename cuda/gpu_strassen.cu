@@ -15,6 +15,7 @@
 #include "gpu_engine_base.cuh"
 #include "gpu_engines.hpp"
 #include "gpu_kernels.cuh"
+#include "int8_emulation.hpp"
 #include "lt_gemm.cuh"
 
 namespace distmm {
@@ -95,6 +96,7 @@ struct GpuBackend {
   StreamSet& streams;
   LtGemm* lt;  // tuned leaf products, or null for cuBLAS's own choice
   LaunchShape shape;
+  Int8Emulation* emulation = nullptr;  // leaves emulated on INT8 tensor cores, or null
   bool forked = false;
   int next = 0;  // the stream of the next product inside a fork
 
@@ -102,6 +104,9 @@ struct GpuBackend {
   void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
             const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     const int i = forked ? next++ % streams.size() : 0;
+    // (Declined leaves, e.g. with NaN inputs, run natively below.)
+    if (emulation && emulation->gemm<T>(streams.stream(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
+      return;
     if (lt && lt->run<T>(streams.stream(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cublas_gemm<T>(streams.handle(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   }
@@ -117,8 +122,9 @@ struct GpuBackend {
   // Concurrent leaves pay off while one product leaves SMs idle: at 1024^2 outputs a product
   // has a third of a wave of 256 x 128 tiles on an H100 and two streams run 8192^3 at 3 levels
   // 16% faster; from 2048^2 on (a full wave) the measured gain is nil (docs/performance.md).
+  // Emulated leaves share one workspace, so they stay on one stream.
   void fork(index_t rows, index_t cols, index_t) {
-    if (streams.size() < 2 || rows * cols >= index_t(2048) * 2048) return;
+    if (emulation || streams.size() < 2 || rows * cols >= index_t(2048) * 2048) return;
     streams.fork();
     forked = true, next = 0;
   }
@@ -142,6 +148,45 @@ class CublasEngine final : public GpuEngineBase<CublasEngine> {
   }
 };
 
+// What an emulation did, for describe(): "INT8 tensor cores, Ozaki scheme II, 7 moduli, 3 products
+// (1 declined: NaN or Inf among the operands)".
+std::string emulation_text(const Int8Emulation& e) {
+  const EmulationStats& s = e.stats();
+  std::string t = "INT8 tensor cores, Ozaki scheme II, ";
+  if (s.calls == 0) t += "no product emulated yet";
+  else
+    t += (s.min_moduli == s.max_moduli ? std::to_string(s.max_moduli)
+                                       : std::to_string(s.min_moduli) + "-" + std::to_string(s.max_moduli)) +
+         " moduli, " + std::to_string(s.calls) + " products";
+  if (s.fallbacks)
+    t += " (" + std::to_string(s.fallbacks) + " run natively: " + s.last_fallback + ")";
+  return t;
+}
+
+// `gpu-ozaki`: every product emulated on INT8 tensor cores at the native routine's accuracy
+// (int8_emulation.hpp); products it declines run in cuBLAS.
+class OzakiEngine final : public GpuEngineBase<OzakiEngine> {
+ public:
+  static constexpr DtypeSet kDtypes = DtypeSet::all();
+  explicit OzakiEngine(const EngineOptions& o) : GpuEngineBase(o, "gpu-ozaki"), emulation_(o.moduli) {}
+  std::string name() const override { return "gpu-ozaki"; }
+  std::string describe() const override {
+    return "gpu-ozaki (" + emulation_text(emulation_) + ", " + device_name_ + ")";
+  }
+  std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
+    return Int8Emulation::workspace_bytes(m, n, k, dt, o_.moduli);
+  }
+  template <class T>
+  void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
+                  const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+    if (!emulation_.gemm<T>(stream(), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
+      cublas_gemm<T>(handle_->get(), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+
+ private:
+  Int8Emulation emulation_;
+};
+
 template <class Schedule>
 class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedule>> {
   using Base = GpuEngineBase<GpuRecursiveEngine<Schedule>>;
@@ -149,24 +194,28 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
  public:
   // Every dtype: complex leaves through cuBLAS, complex additions as real ones (gpu_kernels.cuh).
   static constexpr DtypeSet kDtypes = DtypeSet::all();
-  GpuRecursiveEngine(const EngineOptions& o, std::string name)
+  GpuRecursiveEngine(const EngineOptions& o, std::string name, bool emulated)
       : Base(o, name),
         name_(std::move(name)),
-        streams_(this->stream(), this->handle_->get(), o.streams),
-        lt_(this->device_name_) {}
+        streams_(this->stream(), this->handle_->get(), emulated ? 1 : o.streams),
+        lt_(this->device_name_),
+        emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli) : nullptr) {}
   std::string name() const override { return name_; }
   std::string describe() const override {
     return name_ + " (" + levels_text(this->o_.levels, levels_run_) + ", tau1 " +
            std::to_string(this->o_.tau1) + ", tau2 " + std::to_string(this->o_.tau2) + ", " +
            std::to_string(streams_.size()) + " streams, " +
-           (this->o_.tuned_leaves ? "tuned" : "cuBLAS's") + " leaf kernels, " + this->device_name_ + ")";
+           (emulation_ ? "leaves on " + emulation_text(*emulation_)
+                       : std::string(this->o_.tuned_leaves ? "tuned" : "cuBLAS's") + " leaf kernels") +
+           ", " + this->device_name_ + ")";
   }
   // From the levels that ran, in any call so far, never from those asked for.
   double error_growth() const override { return std::pow(12.0, levels_run_); }
   int levels_run() const override { return levels_run_; }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
     const int L = levels_for(m, n, k);
-    return dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
+    const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;
+    return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
 
   template <class T>
@@ -180,7 +229,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     using R = real_t<T>;
     const index_t real_rows = m / 2 * index_t(sizeof(T) / sizeof(R));
     GpuBackend be{streams_, this->o_.tuned_leaves ? &lt_ : nullptr,
-                  tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows)};
+                  tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows), emulation_.get()};
     Recursion<T, Schedule, GpuBackend> r({levels, 2}, reinterpret_cast<T*>(arena_.get()), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
     levels_run_ = std::max(levels_run_, r.levels_run());
@@ -203,6 +252,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   std::string name_;
   StreamSet streams_;
   LtGemm lt_;
+  std::unique_ptr<Int8Emulation> emulation_;  // gpu-*-ozaki: the leaves' emulation
   int levels_run_ = 0;  // the most levels any call has run
   DeviceBuffer<unsigned char> arena_;  // one workspace for every dtype (cudaMalloc: 256-byte aligned)
 };
@@ -213,10 +263,11 @@ EngineInfo gpu_tiled_engine_info();  // gpu_tiled.cu
 
 namespace {
 template <class E>
-EngineInfo gpu_recursive_info(std::string name, std::string summary) {
+EngineInfo gpu_recursive_info(std::string name, std::string summary, bool emulated = false) {
   EngineInfo e{name, std::move(summary), E::kDtypes, Memory::device,
-               [name](const EngineOptions& o) { return std::make_unique<E>(o, name); }};
+               [name, emulated](const EngineOptions& o) { return std::make_unique<E>(o, name, emulated); }};
   e.recursive = true;
+  e.emulated = emulated;
   return e;
 }
 }  // namespace
@@ -231,7 +282,18 @@ std::vector<EngineInfo> gpu_engine_infos() {
               "gpu-strassen-lowmem", "Strassen with two temporaries per level on one GPU, accumulating into C"),
           gpu_recursive_info<GpuRecursiveEngine<WinogradSchedule>>(
               "gpu-winograd", "Strassen-Winograd on one GPU: tuned cuBLASLt leaves on several streams, fused additions"),
-          gpu_tiled_engine_info()};
+          gpu_tiled_engine_info(),
+          [] {
+            EngineInfo e = engine_entry<OzakiEngine>(
+                "gpu-ozaki", "f32/f64/c32/c64 products on INT8 tensor cores at the native accuracy (Ozaki scheme II, moduli from the accuracy rule; cuBLAS where inputs defeat it)",
+                Memory::device);
+            e.emulated = true;
+            return e;
+          }(),
+          gpu_recursive_info<GpuRecursiveEngine<StrassenSchedule>>(
+              "gpu-strassen-ozaki", "Strassen on one GPU with gpu-ozaki's INT8-emulated leaf products", true),
+          gpu_recursive_info<GpuRecursiveEngine<WinogradSchedule>>(
+              "gpu-winograd-ozaki", "Strassen-Winograd on one GPU with gpu-ozaki's INT8-emulated leaf products", true)};
 }
 
 }  // namespace distmm

@@ -26,6 +26,7 @@ struct EngineOptions {
   index_t tau2 = 4096;       // GPU engines: recurse again while halves stay >= tau2
   int streams = 2;           // GPU engines: CUDA streams for independent leaf products
   bool tuned_leaves = true;  // GPU engines: leaf products in the tuning file's configuration
+  int moduli = 0;            // INT8-emulated GPU engines: moduli count, 0 = from the accuracy rule
 };
 
 // C = alpha op(A) op(B) + beta C, column-major, op(A) m x k, op(B) k x n; alpha and beta point
@@ -132,6 +133,7 @@ struct EngineInfo {
   std::function<std::unique_ptr<Engine>(const EngineOptions&)> make;
   bool recursive = false;  // has Strassen-like recursion levels (--levels, --cutoff)
   bool tiled = false;      // a cache-aware tiling of q x q blocks (--block)
+  bool emulated = false;   // products emulated on integer tensor cores (--moduli)
 };
 
 // The entry of engine class E (its kDtypes, a factory that passes the options on).

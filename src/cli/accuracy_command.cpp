@@ -2,7 +2,10 @@
 // (long double, complex<long double> for complex types), on random matrices and on seed 003's
 // test matrices
 // A = I + u v^T, B = I - u v^T / (1 + v^T u), u_i = 1/(N+1-i), v_i = sqrt(i), whose exact
-// product is I. Prints max and mean absolute error and the relative Frobenius error.
+// product is I; and on random matrices with a wide exponent range (each entry times 2^s, s
+// uniform in [-24, 24]), where fixed-point emulation is weakest. Prints max and mean absolute
+// error and the relative Frobenius error, and for engines that emulate their products, what ran
+// (moduli, or products run natively where the inputs defeat the emulation).
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -44,6 +47,17 @@ void make_inputs(const std::string& matrices, index_t n, Matrix<T>& A, Matrix<T>
   } else {
     fill_random_block(A.view(), 0, 0, 11, Stream::A, Fill::uniform);
     fill_random_block(B.view(), 0, 0, 11, Stream::B, Fill::uniform);
+    if (matrices == "wide-range") {
+      // 2^s from the generator's own stream: s = floor(49 x) - 24 for x uniform in [0, 1).
+      Matrix<T> S(n, n);
+      for (Matrix<T>* X : {&A, &B}) {
+        fill_random_block(S.view(), 0, 0, X == &A ? 12 : 13, Stream::C, Fill::uniform);
+        for (index_t t = 0; t < n * n; ++t) {
+          const double x = (double(std::real(S.data()[t])) + 1) / 2;
+          X->data()[t] *= real_t<T>(std::ldexp(1.0, int(std::floor(49 * x)) - 24));
+        }
+      }
+    }
   }
   // Reference on the rounded inputs, in long double (identity inputs: rounded, so not exactly I).
   for (index_t j = 0; j < n; ++j)
@@ -74,7 +88,7 @@ Errors measure(Engine& e, const Matrix<T>& A, const Matrix<T>& B,
 
 template <class T>
 void report(const AccuracyOptions& o, std::ostream& os) {
-  for (const std::string& matrices : {std::string("random"), std::string("identity")}) {
+  for (const std::string& matrices : {std::string("random"), std::string("identity"), std::string("wide-range")}) {
     Matrix<T> A, B;
     std::vector<Ref<T>> ref;
     make_inputs<T>(matrices, o.n, A, B, ref);
@@ -88,9 +102,11 @@ void report(const AccuracyOptions& o, std::ostream& os) {
         eo.threads = o.threads;
         auto e = make_engine(name, eo);
         Errors r = measure<T>(*e, A, B, ref, o.n);
-        os << std::left << std::setw(10) << matrices << std::setw(22) << name << std::setw(7) << L
+        os << std::left << std::setw(11) << matrices << std::setw(22) << name << std::setw(7) << L
            << std::scientific << std::setprecision(3) << std::setw(12) << r.max_abs
-           << std::setw(12) << r.mean_abs << std::setw(12) << r.rel_frobenius << "\n";
+           << std::setw(12) << r.mean_abs << std::setw(12) << r.rel_frobenius;
+        if (engine_info(name).emulated) os << "  " << e->describe();
+        os << "\n";
       }
   }
 }
@@ -109,7 +125,7 @@ int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank) {
   }
   os << "accuracy: n = " << o.n << ", " << o.dtype << ", reference in "
      << (is_complex(*dt) ? "complex long double" : "long double") << "\n"
-     << std::left << std::setw(10) << "matrices" << std::setw(22) << "engine" << std::setw(7)
+     << std::left << std::setw(11) << "matrices" << std::setw(22) << "engine" << std::setw(7)
      << "levels" << std::setw(12) << "max abs" << std::setw(12) << "mean abs" << std::setw(12)
      << "rel frob" << "\n";
   dispatch(*dt, [&](auto tag) { report<typename decltype(tag)::type>(o, os); });

@@ -137,6 +137,9 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "GPU engines: CUDA streams for independent leaf products")
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
+  run.add_option("--moduli", s.engine_opts.moduli,
+                 "INT8-emulated GPU engines (gpu-ozaki, gpu-*-ozaki): moduli count 2 to 16 (default: "
+                 "the fewest that reach the native routine's accuracy)");
   run.add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
   run.add_flag("--allow-nonfinite", s.allow_nonfinite,
                "Multiply inputs holding NaN or Inf (else an error naming the first); verified by position");
@@ -174,6 +177,7 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   in_range(o, "--cutoff", s.engine_opts.cutoff, 1, INT32_MAX);
   in_range(o, "--tau1", s.engine_opts.tau1, 1, INT32_MAX);
   in_range(o, "--tau2", s.engine_opts.tau2, 1, INT32_MAX);
+  in_range(o, "--moduli", s.engine_opts.moduli, 2, 16);
 
   const bool files = !s.a_path.empty();
   for (const char* f : {"--size", "--m", "--n", "--k"})
@@ -203,7 +207,8 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
             "to the CPU Strassen-like engines (strassen, strassen-lowmem, winograd; the GPU ones use --tau1/--tau2), not " + engine);
   only_with(o, "--block", e.tiled, "to the tiling engines (mmra-*, outer-product, equal-layout), not " + engine);
   for (const char* f : {"--tau1", "--tau2", "--gpu-streams"})
-    only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd), not " + engine);
+    only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-*-ozaki), not " + engine);
+  only_with(o, "--moduli", e.emulated, "to the INT8-emulated GPU engines (gpu-ozaki, gpu-strassen-ozaki, gpu-winograd-ozaki), not " + engine);
 }
 
 }  // namespace

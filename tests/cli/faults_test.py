@@ -85,6 +85,8 @@ with tempfile.TemporaryDirectory() as d:
             (["--algo", "scalapack", "--engine", "winograd"], "--engine applies only to distmm's own algorithms"),
             (["--levels", "3"], "--levels applies only to Strassen-like engines"),
             (["--engine", "winograd", "--tau1", "64"], "--tau1 applies only to the GPU"),
+            (["--engine", "blas", "--moduli", "7"], "--moduli applies only to the INT8-emulated GPU engines"),
+            (["--moduli", "1"], "--moduli 1 is out of range: use 2 to 16"),
             (["--verify", "full", "--trials", "4"], "--trials applies only with --verify freivalds"),
             (["--size", "50", "--m", "40"], "--size and --m both set the shape"),
             (["--a", "A.npy", "--b", "B.npy", "--out", "C.npy", "--size", "9"], "--size applies only to generated inputs"),

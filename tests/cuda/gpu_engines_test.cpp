@@ -149,11 +149,13 @@ TEST(GpuEngines, ComplexUniformInputsWithinTheLevelBound) {
 // The registry and the engines agree on the dtypes; a dtype an engine lacks is a clear error.
 TEST(GpuEngines, DtypesMatchTheRegistryAndMissingOnesAreAClearError) {
   REQUIRE_GPU();
-  ASSERT_EQ(gpu_engines().size(), 5u);
+  ASSERT_EQ(gpu_engines().size(), 8u);
   for (const EngineInfo* info : gpu_engines()) {
     auto e = info->make({});
     EXPECT_EQ(e->dtypes().names(), info->dtypes.names()) << info->name;
-    EXPECT_EQ(info->recursive, info->name != "cublas" && info->name != "gpu-tiled") << info->name;
+    EXPECT_EQ(info->recursive, info->name != "cublas" && info->name != "gpu-tiled" && info->name != "gpu-ozaki")
+        << info->name;
+    EXPECT_EQ(info->emulated, info->name.find("ozaki") != std::string::npos) << info->name;
     EXPECT_FALSE(info->summary.empty()) << info->name;
   }
   EXPECT_EQ(engine_info("cublas").dtypes.names(), DtypeSet::all().names());

@@ -1,0 +1,630 @@
+// Ozaki scheme II on INT8 tensor cores (see int8_emulation.hpp for the method and the accuracy
+// rule). One product takes these passes, all on the caller's stream:
+//   1. outer_stats: per row of op(A) and column of op(B), the largest magnitude, the 2-norm
+//      (scaled by a power of two, so f64 cannot overflow), the mean binary exponent of the
+//      nonzero entries and a NaN/Inf flag; the largest "deficit" (log2 norm - mean exponent)
+//      over all of them goes to the host, which picks the moduli count N;
+//   2. exponents: e_i, f_j, the largest shifts with 2^e ||a_i|| + sqrt(k) / 2 <= T;
+//   3. to_slices: the scaled, rounded integers reduced to the N symmetric int8 residues, written
+//      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
+//      the operand is stored the other way;
+//   4. per modulus: one cuBLASLt INT8 GEMM (int32 sums, exact), then fold_residue reduces the
+//      int32 result to (C mod m_l) * y_l mod m_l in one byte;
+//   5. crt_combine: the N bytes of each entry give A'B' by the CRT in 128-bit integers, scaled
+//      back by 2^-(e_i + f_j), C = alpha AB + beta C (C is not read when beta = 0).
+// Column panels of C bound the workspace when the whole product does not fit.
+#include "int8_emulation.hpp"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "lt_gemm.cuh"
+#include "ozaki_arith.hpp"
+
+namespace distmm {
+namespace {
+
+using ozaki::modulus;
+constexpr int kMax = ozaki::kMaxModuli;
+using ozaki::scale_bound;
+// int32 sums of k products of int8 residues (|r| <= 128) are exact while k * 2^14 < 2^31.
+constexpr index_t kMaxChunk = 131056;  // a multiple of 16 below 2^17
+
+// f(std::integral_constant<int, l>) for l = 0 .. N-1: every modulus is a compile-time constant
+// inside f, so its divisions become multiplications.
+template <int L = 0, class F>
+__device__ __forceinline__ void for_moduli(int N, F&& f) {
+  if constexpr (L < kMax) {
+    if (L < N) {
+      f(std::integral_constant<int, L>{});
+      for_moduli<L + 1>(N, f);
+    }
+  }
+}
+
+template <int L>
+__device__ __forceinline__ int sym_residue(long long v) {
+  return ozaki::sym_residue<modulus(L)>(v);
+}
+
+template <class T>
+struct Parts {  // an element as its real components
+  static constexpr int count = 1;
+  __device__ static double get(const T& x, int) { return double(x); }
+};
+template <class R>
+struct Parts<std::complex<R>> {
+  static constexpr int count = 2;
+  __device__ static double get(const std::complex<R>& x, int p) {
+    const R* r = reinterpret_cast<const R*>(&x);
+    return double(r[p]);
+  }
+};
+
+struct OuterStat {
+  double s;  // ||x||_2 = s 2^E
+  int E;     // ilogb of the largest |component|
+  int pad;
+};
+struct Flags {
+  unsigned max_deficit;  // float bits of the largest deficit (>= 0, so they order as integers)
+  int nonfinite;
+};
+
+// Element (h, o) of op(X) as stored: k-contiguous (X[h + o ld]) or outer-contiguous (X[o + h ld]).
+template <bool KContig>
+__device__ __forceinline__ index_t at(index_t h, index_t o, index_t ld) {
+  return KContig ? h + o * ld : o + h * ld;
+}
+
+// Statistics per outer index o (a row of op(A) or a column of op(B)), over its K entries.
+// Block: 32 x 16 threads; k-contiguous operands walk h with threadIdx.x (coalesced) and take
+// 16 outer indices per block, outer-contiguous ones walk o with threadIdx.x and split h over
+// threadIdx.y. Partial results meet in shared memory.
+template <class T, bool KContig>
+__global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T* X, index_t ld,
+                                                   OuterStat* st, Flags* flags) {
+  using P = Parts<T>;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const index_t o = KContig ? blockIdx.x * index_t(16) + ty : blockIdx.x * index_t(32) + tx;
+  const int lane = KContig ? tx : ty, lanes = KContig ? 32 : 16;
+  __shared__ double smax[16][33], ssum[16][33];
+  __shared__ long long slog[16][33];
+  __shared__ int snnz[16][33], sbad[16][33];
+  const int r = KContig ? ty : ty, c = KContig ? tx : tx;  // shared slot of this thread
+  double mx = 0;
+  long long logsum = 0;
+  int nnz = 0, bad = 0;
+  if (o < O)
+    for (index_t h = lane; h < K; h += lanes) {
+      const T x = X[at<KContig>(h, o, ld)];
+      for (int p = 0; p < P::count; ++p) {
+        const double a = fabs(P::get(x, p));
+        if (!isfinite(a)) bad = 1;
+        else if (a != 0) mx = fmax(mx, a), logsum += ilogb(a), ++nnz;
+      }
+    }
+  smax[r][c] = mx, slog[r][c] = logsum, snnz[r][c] = nnz, sbad[r][c] = bad;
+  __syncthreads();
+  // Reduce along the h lanes: x for k-contiguous (row r = ty holds one o), y otherwise.
+  auto reduce = [&](auto& arr, auto op) {
+    for (int w = lanes / 2; w > 0; w /= 2) {
+      if (lane < w) {
+        if (KContig) arr[r][c] = op(arr[r][c], arr[r][c + w]);
+        else arr[r][c] = op(arr[r][c], arr[r + w][c]);
+      }
+      __syncthreads();
+    }
+  };
+  reduce(smax, [](double a, double b) { return fmax(a, b); });
+  reduce(slog, [](long long a, long long b) { return a + b; });
+  reduce(snnz, [](int a, int b) { return a + b; });
+  reduce(sbad, [](int a, int b) { return a | b; });
+  const double omax = KContig ? smax[r][0] : smax[0][c];
+  const int E = omax > 0 ? ilogb(omax) : 0;
+  double sum = 0;
+  if (o < O)
+    for (index_t h = lane; h < K; h += lanes) {
+      const T x = X[at<KContig>(h, o, ld)];
+      for (int p = 0; p < P::count; ++p) {
+        const double a = ldexp(P::get(x, p), -E);
+        if (isfinite(a)) sum += a * a;
+      }
+    }
+  __syncthreads();
+  ssum[r][c] = sum;
+  __syncthreads();
+  reduce(ssum, [](double a, double b) { return a + b; });
+  if (o < O && lane == 0) {
+    const int i = KContig ? r : 0, j = KContig ? 0 : c;
+    const double s = sqrt(ssum[i][j]);
+    st[o] = OuterStat{s, E, 0};
+    const int n = snnz[i][j];
+    if (sbad[i][j]) atomicOr(&flags->nonfinite, 1);
+    if (n > 0) {
+      const float deficit = float(log2(s) + E - double(slog[i][j]) / n);
+      atomicMax(&flags->max_deficit, __float_as_uint(fmaxf(deficit, 0.f)));
+    }
+  }
+}
+
+// e_o: the largest shift with ||x_o|| 2^e <= bound (a zero row keeps 0).
+__global__ void exponents(index_t O, const OuterStat* st, double bound, int* e) {
+  const index_t o = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  if (o >= O) return;
+  const OuterStat s = st[o];
+  if (s.s == 0) {
+    e[o] = 0;
+    return;
+  }
+  int x = ilogb(bound / s.s) - s.E;
+  while (ldexp(s.s, s.E + x + 1) <= bound) ++x;
+  while (ldexp(s.s, s.E + x) > bound) --x;
+  e[o] = x;
+}
+
+// Slices: slice l holds the residues mod m_l, element (h, o) at dst[l * stride + h + o * Kp];
+// a complex element's imaginary part goes to outer index o + imag_at (the stacked operand).
+struct SliceOut {
+  int8_t* dst;
+  std::size_t stride;
+  index_t Kp;
+  index_t imag_at;
+  int N;
+};
+
+template <class T>
+__device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj) {
+  double v = ldexp(Parts<T>::get(x, p), e);
+  if (conj && p == 1) v = -v;
+  return __double2ll_rn(v);
+}
+
+// k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
+// slice; h in [K, Kp) is written as zeros.
+template <class T>
+__global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, bool conj,
+                                  const int* e, SliceOut out) {
+  const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
+  if (h0 >= out.Kp) return;
+  for (index_t o = blockIdx.y; o < O; o += gridDim.y) {
+    const int eo = e[o];
+    for (int p = 0; p < Parts<T>::count; ++p) {
+      long long v[4];
+      for (int t = 0; t < 4; ++t)
+        v[t] = h0 + t < K ? scaled(X[h0 + t + o * ld], p, eo, conj) : 0;
+      const index_t col = o + p * out.imag_at;
+      for_moduli(out.N, [&](auto lc) {
+        constexpr int L = decltype(lc)::value;
+        char4 q{char(sym_residue<L>(v[0])), char(sym_residue<L>(v[1])), char(sym_residue<L>(v[2])),
+                char(sym_residue<L>(v[3]))};
+        *reinterpret_cast<char4*>(out.dst + L * out.stride + h0 + col * out.Kp) = q;
+      });
+    }
+  }
+}
+
+// Outer-contiguous operands: a 32 x 32 tile read along o (coalesced), written along h.
+template <class T>
+__global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O, const T* X, index_t ld,
+                                                           bool conj, const int* e, SliceOut out) {
+  __shared__ long long tile[2][32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
+  const index_t h0 = blockIdx.x * index_t(32), o0 = blockIdx.y * index_t(32);
+  {
+    const index_t o = o0 + tx;
+    const int eo = o < O ? e[o] : 0;
+    for (int r = ty; r < 32; r += 8) {
+      const index_t h = h0 + r;
+      const bool in = o < O && h < K;
+      for (int p = 0; p < Parts<T>::count; ++p)
+        tile[p][r][tx] = in ? scaled(X[o + h * ld], p, eo, conj) : 0;
+    }
+  }
+  __syncthreads();
+  const index_t h = h0 + tx;
+  if (h >= out.Kp) return;
+  for (int r = ty; r < 32; r += 8) {
+    const index_t o = o0 + r;
+    if (o >= O) break;
+    for (int p = 0; p < Parts<T>::count; ++p) {
+      const long long v = tile[p][tx][r];
+      const index_t col = o + p * out.imag_at;
+      for_moduli(out.N, [&](auto lc) {
+        constexpr int L = decltype(lc)::value;
+        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L>(v));
+      });
+    }
+  }
+}
+
+// One modulus: the int32 product (rows x cols of the stacked operands, ld = ldc) reduced to
+// u = (C mod m) y mod m, one byte per entry of C (two planes for complex: Re = RR - II,
+// Im = RI + IR, combined before the reduction).
+template <int L, bool Complex>
+__global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, int y, uint8_t* R) {
+  constexpr int mod = modulus(L);
+  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
+    if constexpr (!Complex) {
+      R[i + j * m] = uint8_t(ozaki::fold<mod>(C[i + j * ldc], y));
+    } else {
+      const long long re = (long long)C[i + j * ldc] - C[(i + m) + (j + n) * ldc];
+      const long long im = (long long)C[i + (j + n) * ldc] + C[(i + m) + j * ldc];
+      R[i + j * m] = uint8_t(ozaki::fold<mod>(re, y));
+      R[m * n + i + j * m] = uint8_t(ozaki::fold<mod>(im, y));
+    }
+  }
+}
+
+// A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
+// plane at + m n), scaled back and merged into C.
+template <class R, bool Complex>
+__global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t plane,
+                            ozaki::Crt crt, const int* ea, const int* eb, double2 alpha,
+                            double2 beta, R* C, index_t ldc) {
+  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  const int ei = ea[i];
+  for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
+    double v[2] = {0, 0};
+    for (int p = 0; p < (Complex ? 2 : 1); ++p) {
+      const uint8_t* u = Rs + p * m * n + i + j * m;
+      ozaki::U128 S;
+      for_moduli(crt.N, [&](auto lc) {
+        constexpr int l = decltype(lc)::value;
+        ozaki::crt_add(S, crt, l, u[l * plane]);
+      });
+      v[p] = ldexp(ozaki::crt_signed(S, crt), -(ei + eb[j]));
+    }
+    if constexpr (!Complex) {
+      R& c = C[i + j * ldc];
+      double out = alpha.x * v[0];
+      if (beta.x != 0) out += beta.x * double(c);
+      c = R(out);
+    } else {
+      R* c = C + 2 * (i + j * ldc);
+      double re = alpha.x * v[0] - alpha.y * v[1], im = alpha.x * v[1] + alpha.y * v[0];
+      if (beta.x != 0 || beta.y != 0) {
+        const double cr = c[0], ci = c[1];
+        re += beta.x * cr - beta.y * ci, im += beta.x * ci + beta.y * cr;
+      }
+      c[0] = R(re), c[1] = R(im);
+    }
+  }
+}
+
+template <int L = 0>
+void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_t ldc, int y,
+                 uint8_t* R, cudaStream_t s) {
+  if constexpr (L < kMax) {
+    if (l != L) return launch_fold<L + 1>(l, complex, m, n, C, ldc, y, R, s);
+    const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(n, 65535)));
+    if (complex) fold_residue<L, true><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
+    else fold_residue<L, false><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
+  }
+}
+
+index_t round_up(index_t x, index_t to) { return (x + to - 1) / to * to; }
+std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+
+// One INT8 product shape: C (int32, rows x cols, ld rows) = A^T B with A (Kp x rows) and
+// B (Kp x cols), both k-contiguous: the "TN" layout IMMA kernels take.
+struct Int8Plan {
+  LtMatmulDesc desc;
+  LtLayout a, b, c;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace = 0;
+};
+
+}  // namespace
+
+// DISTMM_EMULATION_PROFILE=1: per call, the time of each pass on stderr (events on the stream).
+struct PhaseClock {
+  bool on = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
+  std::vector<std::pair<const char*, cudaEvent_t>> marks;
+  void mark(const char* what, cudaStream_t s) {
+    if (!on) return;
+    cudaEvent_t e;
+    cudaEventCreate(&e);
+    cudaEventRecord(e, s);
+    marks.emplace_back(what, e);
+  }
+  void report(index_t m, index_t n, index_t k, int N) {
+    if (!on || marks.empty()) return;
+    cudaEventSynchronize(marks.back().second);
+    std::fprintf(stderr, "emulation %lld x %lld x %lld, %d moduli:", (long long)m, (long long)n, (long long)k, N);
+    std::map<std::string, float> total;
+    std::vector<std::string> order;
+    for (std::size_t i = 1; i < marks.size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, marks[i - 1].second, marks[i].second);
+      if (!total.count(marks[i].first)) order.push_back(marks[i].first);
+      total[marks[i].first] += ms;
+    }
+    for (auto& o : order) std::fprintf(stderr, " %s %.2f ms,", o.c_str(), total[o]);
+    std::fprintf(stderr, "\n");
+    for (auto& m : marks) cudaEventDestroy(m.second);
+    marks.clear();
+  }
+};
+
+struct Int8Emulation::Impl {
+  LtHandle lt;
+  DeviceBuffer<unsigned char> work;   // slices, int32 product, residues
+  DeviceBuffer<unsigned char> stats;  // per row and column: statistics and exponents; flags
+  DeviceBuffer<unsigned char> lt_work;
+  PinnedBuffer<Flags> flags_host;
+  std::map<std::tuple<index_t, index_t, index_t>, Int8Plan> plans;
+  static constexpr std::size_t kLtWorkspace = 32u << 20;
+
+  Impl() {
+    lt_work.reserve(kLtWorkspace);
+    flags_host.reserve(1);
+  }
+
+  // The INT8 product of this shape: cuBLASLt's heuristic candidates timed once on the call's
+  // own operands, the fastest kept for the shape (the heuristic's first choice is not always
+  // the fastest INT8 kernel; seed 000's tuning applied to the products).
+  Int8Plan& plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
+                 const int8_t* B, int* C) {
+    const auto key = std::make_tuple(rows, cols, Kp);
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    Int8Plan p;
+    cublasLtMatmulDesc_t d = nullptr;
+    cublas_check(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
+    p.desc.reset(d);
+    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
+    p.a = lt_layout(CUDA_R_8I, Kp, rows, Kp);
+    p.b = lt_layout(CUDA_R_8I, Kp, cols, Kp);
+    p.c = lt_layout(CUDA_R_32I, rows, cols, rows);
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    const std::size_t ws = kLtWorkspace;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    constexpr int kCandidates = 8;
+    cublasLtMatmulHeuristicResult_t r[kCandidates] = {};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.get(), d, p.a.get(), p.b.get(), p.c.get(),
+                                                             p.c.get(), pref, kCandidates, r, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw std::runtime_error("cuBLASLt has no INT8 GEMM for " + std::to_string(rows) + " x " +
+                               std::to_string(cols) + " x " + std::to_string(Kp));
+    int best = 0;
+    if (found > 1 && double(rows) * cols * Kp >= 0x1p30) {  // small products: not worth timing
+      const bool show = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
+      CudaEvent t0, t1;
+      float best_ms = 0;
+      const int one = 1, zero = 0;
+      for (int c = 0; c < found; ++c) {
+        float ms = 0;
+        for (int rep = 0; rep < 2; ++rep) {
+          cuda_check(cudaEventRecord(t0.get(), s), "event");
+          const cublasStatus_t ok = cublasLtMatmul(lt.get(), d, &one, A, p.a.get(), B, p.b.get(), &zero, C,
+                                                   p.c.get(), C, p.c.get(), &r[c].algo, lt_work.get(),
+                                                   r[c].workspaceSize, s);
+          cuda_check(cudaEventRecord(t1.get(), s), "event");
+          cuda_check(cudaEventSynchronize(t1.get()), "sync");
+          cudaEventElapsedTime(&ms, t0.get(), t1.get());
+          if (ok != CUBLAS_STATUS_SUCCESS) ms = 1e30f;
+        }
+        if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld candidate %d: %.3f ms\n", (long long)rows,
+                               (long long)cols, (long long)Kp, c, ms);
+        if (c == 0 || ms < best_ms) best = c, best_ms = ms;
+      }
+    }
+    p.algo = r[best].algo, p.workspace = r[best].workspaceSize;
+    return plans.emplace(key, std::move(p)).first->second;
+  }
+
+  void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
+                 const int8_t* B, int* C) {
+    Int8Plan& p = plan(s, rows, cols, Kp, A, B, C);
+    const int one = 1, zero = 0;
+    cublas_check(cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &zero, C,
+                                p.c.get(), C, p.c.get(), &p.algo, lt_work.get(), p.workspace, s),
+                 "cublasLtMatmul (int8)");
+  }
+};
+
+Int8Emulation::Int8Emulation(int forced_moduli) : impl_(std::make_unique<Impl>()), forced_(forced_moduli) {}
+Int8Emulation::~Int8Emulation() = default;
+
+int Int8Emulation::default_moduli(Dtype dt) {
+  return ozaki::fewest_moduli(ozaki::required_bits(dt == Dtype::f32 || dt == Dtype::c32, 0), 1);
+}
+
+namespace {
+struct Sizes {
+  index_t Kp, OpA, nb, OpB;
+  std::size_t slices_a, slices_b, c32, residues, total;
+};
+Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) {
+  Sizes z{};
+  const int parts = cplx ? 2 : 1;
+  z.Kp = round_up(std::min(kk, kMaxChunk), 16);
+  z.OpA = round_up(parts * m, 16);
+  z.nb = nb;
+  z.OpB = round_up(parts * nb, 16);
+  z.slices_a = align256(std::size_t(N) * z.Kp * z.OpA);
+  z.slices_b = align256(std::size_t(N) * z.Kp * z.OpB);
+  z.c32 = align256(std::size_t(z.OpA) * z.OpB * sizeof(int));
+  z.residues = align256(std::size_t(N) * parts * m * nb);
+  z.total = z.slices_a + z.slices_b + z.c32 + z.residues;
+  return z;
+}
+}  // namespace
+
+std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli) {
+  const bool cplx = dt == Dtype::c32 || dt == Dtype::c64;
+  return sizes_for(m, n, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), n).total +
+         Impl::kLtWorkspace;
+}
+
+template <class T>
+bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
+                         const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+  using R = real_t<T>;
+  constexpr bool cplx = is_complex_v<T>;
+  if (m <= 0 || n <= 0) return true;
+  auto decline = [&](std::string why) {
+    ++stats_.fallbacks;
+    stats_.last_fallback = std::move(why);
+    return false;
+  };
+  if (k <= 0 || alpha == T(0)) return decline("nothing to multiply (k = 0 or alpha = 0)");
+  // k beyond one exact INT8 sum: chunks of k, accumulated through beta.
+  if (k > kMaxChunk) {
+    for (index_t k0 = 0; k0 < k; k0 += kMaxChunk) {
+      const index_t kc = std::min(kMaxChunk, k - k0);
+      const T* Ak = A + (ta == Op::N ? k0 * lda : k0);
+      const T* Bk = B + (tb == Op::N ? k0 : k0 * ldb);
+      // A declined first chunk leaves C untouched; a later one cannot happen for finite inputs,
+      // but would leave a partial sum, so the whole call then runs natively from the start.
+      if (!gemm<T>(s, ta, tb, m, n, kc, alpha, Ak, lda, Bk, ldb, k0 == 0 ? beta : T(1), C, ldc)) {
+        if (k0 == 0) return false;
+        throw std::runtime_error("emulated product declined a later k-chunk");
+      }
+    }
+    return true;
+  }
+  Impl& im = *impl_;
+  PhaseClock clock;
+  clock.mark("start", s);
+  const int parts = cplx ? 2 : 1;
+  const bool a_kcontig = ta != Op::N, b_kcontig = tb == Op::N;
+
+  // 1. statistics, to pick N.
+  im.stats.reserve(align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags));
+  OuterStat* sa = reinterpret_cast<OuterStat*>(im.stats.get());
+  OuterStat* sb = sa + m;
+  int* ea = reinterpret_cast<int*>(sb + n);
+  int* eb = ea + m;
+  Flags* flags = reinterpret_cast<Flags*>(im.stats.get() + align256((m + n) * (sizeof(OuterStat) + sizeof(int))));
+  cuda_check(cudaMemsetAsync(flags, 0, sizeof(Flags), s), "memset");
+  auto stats = [&](bool kcontig, index_t O, const T* X, index_t ld, OuterStat* st) {
+    const dim3 block(32, 16);
+    if (kcontig) outer_stats<T, true><<<unsigned((O + 15) / 16), block, 0, s>>>(k, O, X, ld, st, flags);
+    else outer_stats<T, false><<<unsigned((O + 31) / 32), block, 0, s>>>(k, O, X, ld, st, flags);
+  };
+  stats(a_kcontig, m, A, lda, sa);
+  stats(b_kcontig, n, B, ldb, sb);
+  clock.mark("stats", s);
+  cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
+  cuda_check(cudaStreamSynchronize(s), "sync");
+  const Flags f = *im.flags_host.get();
+  if (f.nonfinite) return decline("NaN or Inf among the operands");
+  float deficit;
+  std::memcpy(&deficit, &f.max_deficit, sizeof deficit);
+
+  // 2. N from the accuracy rule (ozaki_arith.hpp).
+  const bool single = std::is_same_v<R, float>;
+  const double need = ozaki::required_bits(single, double(deficit));
+  const index_t kk = k * parts;  // entries per stacked row, for the rounding term
+  int N = forced_;
+  if (N <= 0) {
+    N = ozaki::fewest_moduli(need, kk);
+    if (N == 0) {
+      char why[160];
+      std::snprintf(why, sizeof why, "exponent range too wide: %.0f bits needed, %d moduli give %.0f", need,
+                    kMax, std::log2(scale_bound(kMax, kk)));
+      return decline(why);
+    }
+  }
+  const double bound = scale_bound(N, kk);
+  exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, ea);
+  exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, eb);
+
+  // 3. workspace: all of n if it fits in what the device has free, else column panels.
+  std::size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  const std::size_t budget = std::size_t(double(free_b + im.work.size()) * 0.9);
+  index_t nb = n;
+  Sizes z = sizes_for(m, n, k, cplx, N, nb);
+  while (z.total > budget && nb > 16) {
+    nb = round_up(nb / 2, 16);
+    z = sizes_for(m, n, k, cplx, N, nb);
+  }
+  if (z.total > budget)
+    throw std::runtime_error("emulated product: " + std::to_string(z.total >> 20) + " MiB of workspace needed, " +
+                             std::to_string(budget >> 20) + " MiB free");
+  im.work.reserve(z.total);
+  unsigned char* const base = im.work.get();
+  int8_t* slices_a = reinterpret_cast<int8_t*>(base);
+  int8_t* slices_b = slices_a + z.slices_a;
+  int* c32 = reinterpret_cast<int*>(slices_b + z.slices_b);
+  uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + z.c32);
+
+  // 4. A's slices once; the stacked rows past parts * m are zero.
+  auto slices = [&](bool kcontig, index_t O, const T* X, index_t ld, bool conj, const int* e,
+                    int8_t* dst, index_t Op) {
+    SliceOut out{dst, std::size_t(z.Kp) * Op, z.Kp, O, N};
+    if (Op > parts * O)
+      for (int l = 0; l < N; ++l)
+        cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * z.Kp, 0,
+                                   std::size_t(Op - parts * O) * z.Kp, s), "memset");
+    if (kcontig) {
+      const dim3 grid(unsigned((z.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
+      to_slices_kcontig<T><<<grid, 128, 0, s>>>(k, O, X, ld, conj, e, out);
+    } else {
+      const dim3 grid(unsigned(z.Kp / 32 + (z.Kp % 32 != 0)), unsigned((O + 31) / 32));
+      to_slices_transpose<T><<<grid, dim3(32, 8), 0, s>>>(k, O, X, ld, conj, e, out);
+    }
+    cuda_check(cudaGetLastError(), "slice kernel");
+  };
+  clock.mark("exponents+alloc", s);
+  slices(a_kcontig, m, A, lda, ta == Op::C && cplx, ea, slices_a, z.OpA);
+  clock.mark("slices A", s);
+
+  const ozaki::Crt crt = ozaki::crt_constants(N);
+  double2 al, be;
+  {
+    const std::complex<double> a(alpha), b(beta);
+    al = make_double2(a.real(), a.imag()), be = make_double2(b.real(), b.imag());
+  }
+  for (index_t j0 = 0; j0 < n; j0 += nb) {
+    const index_t w = std::min(nb, n - j0);
+    const index_t OpB = round_up(parts * w, 16);
+    const T* Bj = B + (b_kcontig ? j0 * ldb : j0);
+    slices(b_kcontig, w, Bj, ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
+    clock.mark("slices B", s);
+    const std::size_t plane = std::size_t(parts) * m * w;
+    for (int l = 0; l < N; ++l) {
+      im.int8_gemm(s, z.OpA, OpB, z.Kp, slices_a + l * std::size_t(z.Kp) * z.OpA,
+                   slices_b + l * std::size_t(z.Kp) * OpB, c32);
+      clock.mark("int8 gemm", s);
+      launch_fold(l, cplx, m, w, c32, z.OpA, crt.y[l], residues + l * plane, s);
+      clock.mark("fold", s);
+    }
+    const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+    crt_combine<R, cplx><<<grid, 256, 0, s>>>(m, w, residues, plane, crt, ea, eb + j0, al, be,
+                                              reinterpret_cast<R*>(C + j0 * ldc), ldc);
+    cuda_check(cudaGetLastError(), "crt kernel");
+    clock.mark("crt", s);
+  }
+  clock.report(m, n, k, N);
+  ++stats_.calls;
+  stats_.min_moduli = stats_.min_moduli ? std::min(stats_.min_moduli, N) : N;
+  stats_.max_moduli = std::max(stats_.max_moduli, N);
+  return true;
+}
+
+#define DISTMM_INT8_EMULATION(T)                                                                 \
+  template bool Int8Emulation::gemm<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T,      \
+                                       const T*, index_t, const T*, index_t, T, T*, index_t);
+DISTMM_FOR_EACH_TYPE(DISTMM_INT8_EMULATION)
+#undef DISTMM_INT8_EMULATION
+
+}  // namespace distmm

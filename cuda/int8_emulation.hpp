@@ -1,0 +1,69 @@
+// f32, f64, c32 and c64 products on INT8 tensor cores at the accuracy of the native routine:
+// Ozaki scheme II (Ozaki, Uchino, Imamura, arXiv 2504.08009; Uchino et al., SC25,
+// arXiv 2508.03984).
+//
+// Each row i of op(A) is scaled by 2^e_i and each column j of op(B) by 2^f_j and rounded to
+// integers A', B'; Cauchy-Schwarz (|a'_i . b'_j| <= ||a'_i|| ||b'_j||) picks e_i, f_j so that
+// every entry of A'B' lies inside (-M/2, M/2), M = m_1 ... m_N for N pairwise coprime moduli
+// m_l <= 256. The product is then exact in modular arithmetic: one INT8 GEMM per modulus (the
+// symmetric residues of A' and B' fit in int8, the int32 sums are exact for k < 2^17), and the
+// Chinese remainder theorem gives A'B' back (128-bit integers), scaled by 2^-(e_i + f_j).
+// The only rounding is that of A and B to A', B', so the error shrinks with the bits each
+// operand keeps: N is the fewest moduli for which (a) the normwise error (~ sqrt(k) / T,
+// T = sqrt(M / 2)) is below half the native routine's bound and (b) the entry at each row's and
+// column's geometric mean keeps at least 16 (f32) or 45 (f64) bits, which catches inputs with a
+// wide exponent range, where fixed-point schemes are weakest. Where no N <= 16 will do (or the
+// inputs hold NaN or Inf) the call is declined and the caller runs the native product.
+// Complex operands: [Re A; Im A] times [Re B, Im B] in one real product per modulus, the four
+// blocks combined in modular arithmetic before the CRT.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "../src/core/dtype.hpp"
+#include "cuda_util.hpp"
+
+namespace distmm {
+
+// What the calls so far did, for describe() and the report.
+struct EmulationStats {
+  long long calls = 0;       // products emulated
+  long long fallbacks = 0;   // products declined (run natively)
+  int min_moduli = 0, max_moduli = 0;
+  std::string last_fallback;  // why the last declined product was declined
+};
+
+class Int8Emulation {
+ public:
+  // forced_moduli > 0 fixes N (2..16) instead of choosing it from the required accuracy.
+  explicit Int8Emulation(int forced_moduli = 0);
+  ~Int8Emulation();
+  Int8Emulation(const Int8Emulation&) = delete;
+  Int8Emulation& operator=(const Int8Emulation&) = delete;
+
+  // C = alpha op(A) op(B) + beta C on `stream` (device pointers); false when declined (nothing
+  // done): the caller then runs the native product.
+  template <class T>
+  bool gemm(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
+            const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc);
+
+  const EmulationStats& stats() const { return stats_; }
+  // Peak device workspace of one call (slices, int32 product, residues, scalings).
+  static std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli);
+  static constexpr int kMaxModuli = 16;
+  // The moduli count the accuracy rule picks for well-scaled inputs (for the planners).
+  static int default_moduli(Dtype dt);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  EmulationStats stats_;
+  int forced_;
+};
+
+}  // namespace distmm

@@ -1,0 +1,167 @@
+// The integer arithmetic of Ozaki scheme II (int8_emulation.hpp), shared by the CUDA kernels and
+// the host (plain C++, so that tests check it without a GPU): the moduli, symmetric residues,
+// the per-modulus fold and the Chinese-remainder reconstruction in 128-bit integers.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define DISTMM_HD __host__ __device__ __forceinline__
+#else
+#define DISTMM_HD inline
+#endif
+
+namespace distmm::ozaki {
+
+constexpr int kMaxModuli = 16;
+
+// The moduli: pairwise coprime, <= 256 (symmetric residues fit in int8), largest first, so that
+// their product M grows fastest; with 16 of them M < 2^126.
+DISTMM_HD constexpr int modulus(int l) {
+  switch (l) {
+    case 0: return 256;
+    case 1: return 255;  // 3 5 17
+    case 2: return 253;  // 11 23
+    case 3: return 251;
+    case 4: return 247;  // 13 19
+    case 5: return 241;
+    case 6: return 239;
+    case 7: return 233;
+    case 8: return 229;
+    case 9: return 227;
+    case 10: return 223;
+    case 11: return 217;  // 7 31
+    case 12: return 211;
+    case 13: return 199;
+    case 14: return 197;
+    default: return 193;
+  }
+}
+
+// The symmetric residue of v (|v| < 2^62) modulo m, in [-128, 127]: v = hi 2^32 + lo, so that
+// only 32-bit divisions by the (compile-time) modulus are needed.
+template <int m>
+DISTMM_HD int sym_residue(long long v) {
+  constexpr int c32 = int((1ull << 32) % unsigned(m));
+  const int hi = int(v >> 32);
+  const unsigned lo = unsigned(v & 0xffffffffull);
+  int r = (hi % m) * c32 + int(lo % unsigned(m));  // |r| < m^2
+  r %= m;
+  if (r < 0) r += m;
+  return r >= (m + 1) / 2 ? r - m : r;
+}
+
+// One modulus' exact int32 (or combined complex, int64) sum reduced to u = (c mod m) y mod m,
+// y = (M / m)^-1 mod m: the CRT term's coefficient, one byte.
+template <int m>
+DISTMM_HD unsigned fold(long long c, int y) {
+  int r = int(c % m);
+  if (r < 0) r += m;
+  return unsigned((r * y) % m);
+}
+
+// 128-bit unsigned integers as two words (the device has no native 128-bit multiply).
+struct U128 {
+  std::uint64_t lo = 0, hi = 0;
+};
+DISTMM_HD bool ge(U128 a, U128 b) { return a.hi > b.hi || (a.hi == b.hi && a.lo >= b.lo); }
+DISTMM_HD U128 sub(U128 a, U128 b) {
+  U128 r;
+  r.lo = a.lo - b.lo;
+  r.hi = a.hi - b.hi - (a.lo < b.lo);
+  return r;
+}
+DISTMM_HD U128 add(U128 a, U128 b) {
+  U128 r;
+  r.lo = a.lo + b.lo;
+  r.hi = a.hi + b.hi + (r.lo < a.lo);
+  return r;
+}
+DISTMM_HD std::uint64_t mul_hi(std::uint64_t a, std::uint64_t b) {
+#ifdef __CUDA_ARCH__
+  return __umul64hi(a, b);
+#else
+  return std::uint64_t((unsigned __int128)a * b >> 64);
+#endif
+}
+// a * u for a small u (the product stays below 2^128).
+DISTMM_HD U128 mul_small(U128 a, unsigned u) {
+  U128 r;
+  r.lo = a.lo * u;
+  r.hi = a.hi * u + mul_hi(a.lo, u);
+  return r;
+}
+DISTMM_HD double to_double(U128 x) { return double(x.hi) * 0x1p64 + double(x.lo); }
+
+// M = m_0 ... m_{N-1}, M_l = M / m_l, y_l = M_l^-1 mod m_l: everything the reconstruction needs.
+struct Crt {
+  U128 Ml[kMaxModuli];
+  U128 M, half;  // M and floor(M / 2)
+  int y[kMaxModuli];
+  int N = 0;
+};
+
+// Host only: the constants for N moduli (2 <= N <= kMaxModuli).
+inline Crt crt_constants(int N) {
+  using u128 = unsigned __int128;
+  auto split = [](u128 v) {
+    U128 r;
+    r.lo = std::uint64_t(v), r.hi = std::uint64_t(v >> 64);
+    return r;
+  };
+  Crt c;
+  u128 M = 1;
+  for (int l = 0; l < N; ++l) M *= u128(modulus(l));
+  c.M = split(M), c.half = split(M / 2), c.N = N;
+  for (int l = 0; l < N; ++l) {
+    const int m = modulus(l);
+    const u128 Ml = M / u128(m);
+    c.Ml[l] = split(Ml);
+    const int r = int(Ml % u128(m));
+    c.y[l] = 1;
+    for (int y = 1; y < m; ++y)
+      if ((r * y) % m == 1) c.y[l] = y;
+  }
+  return c;
+}
+
+// x = sum_l u_l M_l mod M, taken into (-M/2, M/2]: the integer whose folded residues are u_l.
+DISTMM_HD void crt_add(U128& S, const Crt& c, int l, unsigned u) {
+  S = add(S, mul_small(c.Ml[l], u));  // S < M and u M_l < M: no overflow below 2^127
+  if (ge(S, c.M)) S = sub(S, c.M);
+}
+DISTMM_HD double crt_signed(U128 S, const Crt& c) {
+  return ge(c.half, S) ? to_double(S) : -to_double(sub(c.M, S));
+}
+
+// log2 M for N moduli.
+inline double log2_product(int N) {
+  double s = 0;
+  for (int l = 0; l < N; ++l) s += std::log2(double(modulus(l)));
+  return s;
+}
+// The bound T' on ||x_o|| 2^e for every row of op(A) and column of op(B) with kk entries:
+// after rounding, ||a'|| <= T' + sqrt(kk) / 2 = T with T^2 < M / 2 (a 2^-20 margin covers the
+// rounding of the computed norms), so |a' . b'| < M / 2 and the CRT recovers it exactly.
+inline double scale_bound(int N, long long kk) {
+  return std::exp2((log2_product(N) - 1) / 2) * (1 - 0x1p-20) - 0.5 * std::sqrt(double(kk));
+}
+
+// The accuracy rule: log2 T' must reach (a) log2(2 / u), so that the normwise error (about
+// sqrt(k) / T relative to ||a_i|| ||b_j||) stays below half the native routine's (about
+// u sqrt(k)), and (b) the bits the entry at each row's and column's geometric mean must keep
+// (16 for single, 45 for double precision) plus the largest "deficit" log2 ||x|| - mean log2 |x_h|
+// (how far that entry sits below the norm the scaling is taken from; about 7.6 bits for uniform
+// inputs with k = 16384, tens of bits for a wide exponent range).
+inline double required_bits(bool single, double deficit) {
+  const double normwise = single ? 25 : 54, kept = single ? 16 : 45;
+  return std::fmax(normwise, kept + deficit);
+}
+// The fewest moduli whose bound reaches `bits` for rows of kk entries; 0 when 16 do not.
+inline int fewest_moduli(double bits, long long kk) {
+  for (int N = 2; N <= kMaxModuli; ++N)
+    if (std::log2(scale_bound(N, kk)) >= bits) return N;
+  return 0;
+}
+
+}  // namespace distmm::ozaki

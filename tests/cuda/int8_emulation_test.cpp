@@ -1,0 +1,181 @@
+// The INT8-emulated GPU engines (gpu-ozaki, gpu-*-ozaki) against a long-double reference: every
+// entry within the emulation's normwise bound (sqrt(k) + 2) u ||a_i|| ||b_j|| on odd shapes,
+// transposes and every dtype; fewer moduli than the rule picks break that bound (so the check
+// can fail); wide exponent ranges take more moduli or run natively; NaN inputs run natively;
+// beta = 0 does not read C; k beyond one exact INT8 sum is cut into chunks. Skipped, visibly,
+// where no GPU is seen.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+
+#include "cuda/device_info.hpp"
+#include "node/engine.hpp"
+#include "src/core/random.hpp"
+
+using namespace distmm;
+
+namespace {
+
+#define REQUIRE_GPU()                                                                     \
+  if (gpu_count() == 0)                                                                   \
+    GTEST_SKIP() << "no GPU visible (" << gpu_summary() << "): emulated engine tests skipped"
+
+template <class T>
+using Ref = std::conditional_t<is_complex_v<T>, std::complex<long double>, long double>;
+
+template <class T>
+T at(const Matrix<T>& X, Op op, index_t i, index_t h) {  // op(X)(i, h)
+  if (op == Op::N) return X(i, h);
+  const T x = X(h, i);
+  if constexpr (is_complex_v<T>) return op == Op::C ? std::conj(x) : x;
+  else return x;
+}
+
+struct Worst {
+  double ratio = 0;  // max over entries of |C - ref| / ((sqrt(k) + 2) u ||a_i|| ||b_j||)
+  bool nan = false;
+};
+
+// C = alpha op(A) op(B) + beta C0 by the engine, against the long-double product.
+template <class T>
+Worst check(Engine& e, Op ta, Op tb, index_t m, index_t n, index_t k, Fill fill, double spread = 0,
+            T beta = T(0), bool nan_in_c = false) {
+  Matrix<T> A(ta == Op::N ? m : k, ta == Op::N ? k : m), B(tb == Op::N ? k : n, tb == Op::N ? n : k), C(m, n);
+  fill_random_block(A.view(), 0, 0, 3, Stream::A, fill);
+  fill_random_block(B.view(), 0, 0, 3, Stream::B, fill);
+  fill_random_block(C.view(), 0, 0, 3, Stream::C, fill);
+  if (spread > 0) {  // entries times 2^s, s uniform in [-spread, spread]: a wide exponent range
+    std::mt19937 g(5);
+    std::uniform_int_distribution<int> s(-int(spread), int(spread));
+    for (index_t t = 0; t < A.size(); ++t) A.data()[t] *= real_t<T>(std::ldexp(1.0, s(g)));
+    for (index_t t = 0; t < B.size(); ++t) B.data()[t] *= real_t<T>(std::ldexp(1.0, s(g)));
+  }
+  if (nan_in_c) C.fill(T(std::nan("")));
+  Matrix<T> C0(m, n);
+  std::copy(C.data(), C.data() + C.size(), C0.data());
+  const T alpha = T(1.5);
+  e.gemm(ta, tb, m, n, k, alpha, A.data(), A.ld(), B.data(), B.ld(), beta, C.data(), C.ld());
+  const double u = DtypeTraits<T>::unit_roundoff;
+  std::vector<long double> na(m, 0), nb(n, 0);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t h = 0; h < k; ++h) na[i] += std::norm(Ref<T>(at(A, ta, i, h)));
+  for (index_t j = 0; j < n; ++j)
+    for (index_t h = 0; h < k; ++h) nb[j] += std::norm(Ref<T>(at(B, tb, h, j)));
+  Worst w;
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = 0; i < m; ++i) {
+      Ref<T> r = 0;
+      for (index_t h = 0; h < k; ++h) r += Ref<T>(at(A, ta, i, h)) * Ref<T>(at(B, tb, h, j));
+      r *= Ref<T>(alpha);
+      if (beta != T(0)) r += Ref<T>(beta) * Ref<T>(C0(i, j));
+      const double d = double(std::abs(Ref<T>(C(i, j)) - r));
+      if (std::isnan(d)) w.nan = true;
+      // |alpha| (sqrt(kk) + 2) u ||a_i|| ||b_j||, kk = k real entries (2k for complex: sqrt(2)),
+      // plus the roundings of the output and of beta C0.
+      const double stacked = is_complex_v<T> ? std::sqrt(2.0) : 1.0;
+      const double scale = std::abs(std::complex<double>(alpha)) * stacked * (std::sqrt(double(k)) + 2) * u *
+                               double(std::sqrt(na[i] * nb[j])) +
+                           2 * u * (double(std::abs(r)) + std::abs(std::complex<double>(beta)) *
+                                                              std::abs(std::complex<double>(C0(i, j))));
+      w.ratio = std::max(w.ratio, scale > 0 ? d / scale : (d > 0 ? INFINITY : 0));
+    }
+  return w;
+}
+
+template <class T>
+void accuracy_cases(const char* engine, int levels) {
+  EngineOptions o;
+  o.levels = levels;
+  auto e = make_engine(engine, o);
+  const index_t shapes[][3] = {{1, 1, 1}, {1, 40, 97}, {97, 1, 33}, {61, 53, 211}, {128, 130, 64}};
+  const double growth = std::pow(12.0, levels);
+  for (const auto& s : shapes)
+    for (Op ta : {Op::N, Op::T, Op::C})
+      for (Op tb : {Op::N, Op::C}) {
+        const Worst w = check<T>(*e, ta, tb, s[0], s[1], s[2], Fill::uniform, 0, T(0.5));
+        EXPECT_FALSE(w.nan);
+        EXPECT_LE(w.ratio, growth) << engine << " " << DtypeTraits<T>::name << " L" << levels << " "
+                                   << s[0] << "x" << s[1] << "x" << s[2] << " " << to_char(ta) << to_char(tb);
+      }
+  EXPECT_NE(e->describe().find("moduli"), std::string::npos) << e->describe();
+}
+
+TEST(Int8Emulation, EveryEntryWithinTheNormwiseBound) {
+  REQUIRE_GPU();
+  accuracy_cases<float>("gpu-ozaki", 0);
+  accuracy_cases<double>("gpu-ozaki", 0);
+  accuracy_cases<std::complex<float>>("gpu-ozaki", 0);
+  accuracy_cases<std::complex<double>>("gpu-ozaki", 0);
+}
+
+TEST(Int8Emulation, StrassenAndWinogradAboveEmulatedLeaves) {
+  REQUIRE_GPU();
+  for (const char* name : {"gpu-winograd-ozaki", "gpu-strassen-ozaki"})
+    for (int L : {1, 2}) {
+      EngineOptions o;
+      o.levels = L;
+      auto e = make_engine(name, o);
+      const Worst w = check<float>(*e, Op::N, Op::N, 257, 263, 269, Fill::uniform);
+      EXPECT_LE(w.ratio, std::pow(12.0, L)) << name << " L" << L;
+      EXPECT_EQ(e->levels_run(), L) << name;
+      EXPECT_EQ(e->error_growth(), std::pow(12.0, L)) << name;
+      const Worst wz = check<std::complex<double>>(*e, Op::C, Op::T, 131, 67, 129, Fill::uniform);
+      EXPECT_LE(wz.ratio, std::pow(12.0, L)) << name << " c64 L" << L;
+    }
+}
+
+TEST(Int8Emulation, FewerModuliThanTheRuleBreakTheBound) {
+  REQUIRE_GPU();
+  EngineOptions o;
+  o.moduli = 3;  // about 11 bits per operand
+  auto e = make_engine("gpu-ozaki", o);
+  EXPECT_GT(check<float>(*e, Op::N, Op::N, 64, 64, 256, Fill::uniform).ratio, 4.0);
+  EXPECT_NE(e->describe().find("3 moduli"), std::string::npos) << e->describe();
+}
+
+TEST(Int8Emulation, WideExponentRangesTakeMoreModuliOrRunNatively) {
+  REQUIRE_GPU();
+  {
+    auto e = make_engine("gpu-ozaki", {});
+    const Worst w = check<float>(*e, Op::N, Op::T, 60, 70, 300, Fill::uniform, 20);
+    EXPECT_LE(w.ratio, 1.0);
+    EXPECT_EQ(e->describe().find("run natively"), std::string::npos) << e->describe();
+    EXPECT_EQ(e->describe().find(" 7 moduli"), std::string::npos) << "more moduli expected: " << e->describe();
+  }
+  {
+    auto e = make_engine("gpu-ozaki", {});
+    const Worst w = check<double>(*e, Op::N, Op::N, 60, 70, 300, Fill::uniform, 40);
+    EXPECT_LE(w.ratio, std::sqrt(300.0));  // run natively: the classical bound k u |A||B| <= k u ||a|| ||b||
+    EXPECT_NE(e->describe().find("run natively: exponent range too wide"), std::string::npos) << e->describe();
+  }
+}
+
+TEST(Int8Emulation, NonFiniteInputsRunNativelyAndBetaZeroDoesNotReadC) {
+  REQUIRE_GPU();
+  auto e = make_engine("gpu-ozaki", {});
+  const Worst w = check<double>(*e, Op::N, Op::N, 33, 35, 37, Fill::uniform, 0, 0.0, /*nan_in_c=*/true);
+  EXPECT_FALSE(w.nan);
+  EXPECT_LE(w.ratio, 1.0);
+  Matrix<float> A(4, 4), B(4, 4), C(4, 4);
+  A.fill(1.f), B.fill(1.f), C.fill(0.f);
+  A(2, 1) = std::nanf("");
+  e->gemm(Op::N, Op::N, 4, 4, 4, 1.f, A.data(), 4, B.data(), 4, 0.f, C.data(), 4);
+  for (index_t j = 0; j < 4; ++j) {
+    EXPECT_TRUE(std::isnan(C(2, j)));
+    EXPECT_EQ(C(0, j), 4.f);
+  }
+  EXPECT_NE(e->describe().find("NaN or Inf"), std::string::npos) << e->describe();
+}
+
+TEST(Int8Emulation, LongInnerDimensionsAreCutIntoExactChunks) {
+  REQUIRE_GPU();
+  auto e = make_engine("gpu-ozaki", {});
+  const Worst w = check<float>(*e, Op::T, Op::N, 3, 2, 140000, Fill::uniform);
+  EXPECT_LE(w.ratio, 1.0);
+  const Worst wi = check<double>(*e, Op::N, Op::N, 2, 3, 131100, Fill::integer);
+  EXPECT_EQ(wi.ratio, 0.0);  // integer inputs: exact
+}
+
+}  // namespace

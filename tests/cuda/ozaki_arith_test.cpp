@@ -1,0 +1,139 @@
+// The integer arithmetic of the INT8-emulated engines (cuda/ozaki_arith.hpp), on the host: the
+// same functions the kernels call. Moduli and CRT constants; symmetric residues; and the whole
+// pipeline (scale, round, residues, exact int32 sums as the INT8 GEMM forms them, fold, CRT)
+// against exact 128-bit dot products, at the edge of the scaling bound, for every moduli count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "cuda/ozaki_arith.hpp"
+
+using namespace distmm::ozaki;
+using i128 = __int128;
+
+namespace {
+
+TEST(OzakiArith, ModuliArePairwiseCoprimeAndTheirProductFits) {
+  for (int a = 0; a < kMaxModuli; ++a) {
+    EXPECT_LE(modulus(a), 256);
+    EXPECT_GE(modulus(a), 129);  // symmetric residues use most of int8
+    for (int b = a + 1; b < kMaxModuli; ++b) EXPECT_EQ(std::gcd(modulus(a), modulus(b)), 1) << a << " " << b;
+  }
+  EXPECT_LT(log2_product(kMaxModuli), 127.0);  // S + u M_l < 2M < 2^128
+  for (int N = 2; N <= kMaxModuli; ++N) {
+    const Crt c = crt_constants(N);
+    const double M = to_double(c.M);
+    EXPECT_NEAR(std::log2(M), log2_product(N), 1e-9);
+    for (int l = 0; l < N; ++l) {
+      const unsigned __int128 Ml = (unsigned __int128)c.Ml[l].hi << 64 | c.Ml[l].lo;
+      EXPECT_EQ(int(Ml % modulus(l) * c.y[l] % modulus(l)), 1) << "N " << N << " l " << l;
+    }
+  }
+}
+
+template <int m>
+void residues_of(const std::vector<long long>& values) {
+  for (long long v : values) {
+    const int r = sym_residue<m>(v);
+    EXPECT_GE(r, -(m / 2)) << m;
+    EXPECT_LE(r, (m - 1) / 2) << m;
+    EXPECT_EQ(((i128(v) - r) % m + m) % m, 0) << "v " << v << " m " << m;
+  }
+}
+template <std::size_t... L>
+void residues_all(const std::vector<long long>& v, std::index_sequence<L...>) {
+  (residues_of<modulus(int(L))>(v), ...);
+}
+
+TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
+  std::vector<long long> v{0, 1, -1, 127, 128, -128, -129, 255, 256, (1ll << 32) - 1, 1ll << 32,
+                           -(1ll << 32), (1ll << 62) - 1, -(1ll << 62) + 1};
+  std::mt19937_64 g(7);
+  for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(g() >> 2) * (t % 2 ? 1 : -1));
+  residues_all(v, std::make_index_sequence<kMaxModuli>{});
+}
+
+// The kernels' steps on the host: e from the norm (exponents()), x' = round(x 2^e)
+// (to_slices), int32 sums of residue products per modulus (the INT8 GEMM), fold, CRT.
+template <std::size_t... L>
+double emulated_dot(const std::vector<double>& a, const std::vector<double>& b, int N, int ea, int eb,
+                    std::index_sequence<L...>) {
+  const Crt c = crt_constants(N);
+  U128 S;
+  auto one = [&](auto lc) {
+    constexpr int l = decltype(lc)::value;
+    constexpr int m = modulus(l);
+    if (l >= N) return;
+    long long sum = 0;
+    for (std::size_t h = 0; h < a.size(); ++h) {
+      const int ra = sym_residue<m>(std::llrint(std::ldexp(a[h], ea)));
+      const int rb = sym_residue<m>(std::llrint(std::ldexp(b[h], eb)));
+      sum += ra * rb;
+    }
+    EXPECT_LT(std::llabs(sum), 1ll << 31) << "int32 sum overflows";
+    crt_add(S, c, l, fold<m>(sum, c.y[l]));
+  };
+  (one(std::integral_constant<int, int(L)>{}), ...);
+  return std::ldexp(crt_signed(S, c), -(ea + eb));
+}
+int exponent_for(const std::vector<double>& x, double bound) {
+  double s = 0;
+  for (double v : x) s += v * v;
+  s = std::sqrt(s);
+  if (s == 0) return 0;
+  int e = std::ilogb(bound / s);
+  while (std::ldexp(s, e + 1) <= bound) ++e;
+  while (std::ldexp(s, e) > bound) --e;
+  return e;
+}
+
+TEST(OzakiArith, ReconstructionIsExactUpToTheScalingBound) {
+  std::mt19937_64 g(11);
+  std::uniform_real_distribution<double> U(-1, 1);
+  for (int N = 2; N <= kMaxModuli; ++N)
+    for (int k : {1, 7, 1000}) {
+      const double bound = scale_bound(N, k);
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<double> a(k), b(k);
+        for (int h = 0; h < k; ++h) {
+          // trial 0: equal vectors of one sign, where |a' . b'| = ||a'|| ||b'|| meets the bound
+          a[h] = trial == 0 ? 1.0 : U(g);
+          b[h] = trial == 0 ? 1.0 : trial == 1 ? a[h] : U(g) * std::exp2(int(g() % 40) - 20);
+        }
+        const int ea = exponent_for(a, bound), eb = exponent_for(b, bound);
+        i128 exact = 0;
+        for (int h = 0; h < k; ++h)
+          exact += i128(std::llrint(std::ldexp(a[h], ea))) * std::llrint(std::ldexp(b[h], eb));
+        const double want = std::ldexp(double(exact), -(ea + eb));
+        const double got = emulated_dot(a, b, N, ea, eb, std::make_index_sequence<kMaxModuli>{});
+        EXPECT_EQ(got, want) << "N " << N << " k " << k << " trial " << trial;
+        // The rounding of a and b is the only error: within sqrt(k) 2^-(e) sized steps (checked
+        // where those steps are far above the double-precision reference's own rounding).
+        if (N > 6) continue;
+        double dot = 0, na = 0, nb = 0;
+        for (int h = 0; h < k; ++h) dot += a[h] * b[h], na += a[h] * a[h], nb += b[h] * b[h];
+        EXPECT_LE(std::abs(got - dot), std::sqrt(double(k)) * (std::sqrt(nb) * std::ldexp(1.0, -ea) +
+                                                                 std::sqrt(na) * std::ldexp(1.0, -eb)) + 1e-300)
+            << "N " << N << " k " << k;
+      }
+    }
+}
+
+TEST(OzakiArith, TheAccuracyRulePicksModuliFromPrecisionAndExponentRange) {
+  // Well-scaled inputs: half the native error needs 7 moduli in single, 14 in double precision.
+  EXPECT_EQ(fewest_moduli(required_bits(true, 7.6), 16384), 7);
+  EXPECT_EQ(fewest_moduli(required_bits(false, 7.6), 16384), 14);
+  // A wider exponent range costs moduli, and beyond 16 the rule declines (0).
+  EXPECT_GT(fewest_moduli(required_bits(true, 30), 16384), 7);
+  EXPECT_EQ(fewest_moduli(required_bits(true, 60), 16384), 0);
+  EXPECT_EQ(fewest_moduli(required_bits(false, 12), 16384), 15);
+  EXPECT_EQ(fewest_moduli(required_bits(false, 20), 16384), 0);
+  // More moduli, more bits: each one multiplies the bound by sqrt(m_l) >= sqrt(193).
+  for (int N = 2; N < kMaxModuli; ++N) EXPECT_GT(scale_bound(N + 1, 100), scale_bound(N, 100) * 13.8);
+}
+
+}  // namespace
