@@ -10,14 +10,22 @@
 // cyclic sub-matrices (any IMB/INB, MB/NB, RSRC/CSRC, LLD, IA/JA offsets; op() applied while
 // packing) into that layout, distmm multiplies C' = alpha op(A) op(B) and one more
 // MPI_Alltoallv brings C' back, where sub(C) = beta sub(C) + C' (beta = 0: sub(C) is not read).
+// Except where nothing needs to move: for N x N on operands whose blockings line up (the usual
+// case: one descinit_ blocking for all three) and DISTMM_ALGO unset or auto, distmm runs SUMMA
+// on the block-cyclic layout itself, with wide panels (block_cyclic_summa below).
 //
 // Environment:
 //   DISTMM_ENGINE            node engine (default blas)
-//   DISTMM_ALGO              distributed algorithm (default auto)
+//   DISTMM_ALGO              distributed algorithm (default auto; naming one redistributes)
+//   DISTMM_SCALAPACK_DIRECT  0: always redistribute; force: SUMMA on the block-cyclic layout
+//                            whenever the operands line up, however narrow the panels
+//   DISTMM_PANEL             that SUMMA's panel width (default k / max(P_r, P_c), 256..4096)
 //   DISTMM_THREADS           threads per rank for the engine (default OMP_NUM_THREADS, else 1)
 //   DISTMM_SCALAPACK_MIN     m*n*k below which the real routine answers (default below)
-//   DISTMM_VERBOSE=1         one line on stderr at the first call (grid rank 0)
-//   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0)
+//   DISTMM_VERBOSE=1         lines on stderr at the first call (grid rank 0): what answers it,
+//                            and its phase times; DISTMM_VERBOSE=2: every call
+//   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0), with the phase times
+//                            (maximum over the ranks) of the calls distmm answers
 //   DISTMM_MEM_LIMIT         bytes per rank for the algorithms (default: the node's available
 //                            memory over the grid's ranks on the node)
 #include <dlfcn.h>
@@ -31,6 +39,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,6 +50,7 @@
 #include "algorithm.hpp"
 #include "comm.hpp"
 #include "distribution.hpp"
+#include "overlap.hpp"
 #include "partition.hpp"
 
 extern "C" {
@@ -191,13 +201,21 @@ T conj_if(T v, bool c) {
 // ---- settings from the environment, read once ----
 struct Settings {
   double min_volume = kDefaultMinVolume;
-  bool verbose = false;
+  int verbose = 0;  // 1: the first call, 2: every call
   std::string stats, engine = "blas";
   Algorithm algo = Algorithm::automatic;
+  // N x N on aligned operands: SUMMA on the block-cyclic layout itself. 0: never, 1: when its
+  // panels are wide enough, 2 (DISTMM_SCALAPACK_DIRECT=force): whenever the operands line up.
+  int direct = 1;
+  index_t panel = 0;      // the direct path's panel width (0: from the shape)
   int threads = 1;
   Settings() {
     if (const char* s = std::getenv("DISTMM_SCALAPACK_MIN")) min_volume = std::atof(s);
-    if (const char* s = std::getenv("DISTMM_VERBOSE")) verbose = *s && std::strcmp(s, "0") != 0;
+    if (const char* s = std::getenv("DISTMM_VERBOSE"); s && *s && std::strcmp(s, "0") != 0)
+      verbose = std::max(1, std::atoi(s));
+    if (const char* s = std::getenv("DISTMM_SCALAPACK_DIRECT"))
+      direct = std::strcmp(s, "force") == 0 ? 2 : std::strcmp(s, "0") != 0;
+    if (const char* s = std::getenv("DISTMM_PANEL")) panel = std::max<index_t>(0, std::atoll(s));
     if (const char* s = std::getenv("DISTMM_SCALAPACK_STATS")) stats = s;
     if (const char* s = std::getenv("DISTMM_ENGINE"); s && *s) engine = s;
     if (const char* s = std::getenv("DISTMM_ALGO"); s && *s) {
@@ -206,6 +224,8 @@ struct Settings {
         std::fprintf(stderr, "distmm: DISTMM_ALGO=%s is not an algorithm distmm can answer P?GEMM with; using auto\n", s);
       } else {
         algo = *a;
+        // An algorithm named explicitly is run on its own layout (the operands redistributed).
+        if (algo != Algorithm::automatic) direct = 0;
       }
     }
     threads = omp_get_max_threads();
@@ -218,15 +238,16 @@ const Settings& settings() {
 }
 
 // ---- the grid's communicator (ranks in row-major grid order) and its plans ----
-// Caches stay consistent across ranks: a communicator is known by its members (every member
-// creates it, together, on first use), and its plans are made and dropped by the calls on it,
-// which all its members make alike.
+// Caches stay consistent across ranks: a communicator is known by its members and its grid
+// shape (every member creates it, together, on first use), and its plans are made and dropped
+// by the calls on it, which all its members make alike.
 struct Plan {
   std::unique_ptr<DistAlgorithm> algo;
   std::vector<Piece> a, b, c;  // pieces of every rank
 };
 struct GridComm {
   std::unique_ptr<Comm> comm;
+  Comm row, col;  // this rank's process row (ranks by grid column) and column (by grid row)
   std::size_t mem_limit = 0;  // bytes per rank: the node's available memory over its grid ranks
   std::map<std::tuple<index_t, index_t, index_t, int>, Plan> plans;
 };
@@ -241,7 +262,10 @@ GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
   std::vector<int> members(P, 0);
   members[myrow * npcol + mycol] = me;
   Cigsum2d(ctxt, "All", " ", P, 1, members.data(), P, -1, -1);  // every grid rank's world rank
-  auto it = cache.find(members);
+  // The same ranks in another grid shape have other rows and columns: the shape is in the key.
+  std::vector<int> key = members;
+  key.push_back(nprow), key.push_back(npcol);
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   const MPI_Comm sys = MPI_COMM_WORLD;
   MPI_Group all, grp;
@@ -251,8 +275,10 @@ GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
   MPI_Comm_create_group(sys, grp, 17017, &c);
   MPI_Group_free(&grp);
   MPI_Group_free(&all);
-  GridComm& g = cache[members];
+  GridComm& g = cache[key];
   g.comm = std::make_unique<Comm>(c, true);
+  g.row = g.comm->split(myrow, mycol);
+  g.col = g.comm->split(mycol, myrow);
   // distmm's default memory share splits MPI_COMM_WORLD, which ranks outside the grid never
   // join: the share is taken over the grid's ranks on this node instead.
   MPI_Comm node;
@@ -262,6 +288,10 @@ GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
   MPI_Comm_free(&node);
   g.mem_limit = available_memory_bytes() / std::size_t(std::max(1, local));
   if (const char* s = std::getenv("DISTMM_MEM_LIMIT")) g.mem_limit = std::strtoull(s, nullptr, 10);
+  // Every rank plans with the same limit (the plans' message sizes depend on it).
+  unsigned long long lim = g.mem_limit;
+  MPI_Allreduce(MPI_IN_PLACE, &lim, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c);
+  g.mem_limit = static_cast<std::size_t>(lim);
   return g;
 }
 
@@ -470,15 +500,173 @@ void scale_local(T beta, T* C, index_t lld, const LogicalDim& dr, const LogicalD
     for (index_t r : rows) C[r + c * lld] = beta == T(0) ? T(0) : beta * C[r + c * lld];
 }
 
+// ---- SUMMA on the block-cyclic layout itself: nothing redistributed ----
+// With op(A) = A and op(B) = B, and sub(C)'s rows on the same process rows as sub(A)'s and its
+// columns on the same process columns as sub(B)'s (what one descinit_ blocking per program
+// gives), each process already holds the rows of C it owns in A and the columns in B, as one
+// contiguous range of its local rows or columns. The k indices need no order: any run of them
+// that one process column holds in consecutive local columns of A and one process row in
+// consecutive local rows of B is a panel. With equal blockings of A's columns and B's rows on a
+// square grid that is a process's whole share of k, so the panels are as wide as memory and
+// the pipeline allow, where PDGEMM broadcasts one nb-wide block at a time: the owners broadcast
+// them along the rows and columns of the BLACS grid, double-buffered under distmm's engine.
+
+// The end (logical, exclusive) of the block of d that holds logical index x.
+index_t block_end(const LogicalDim& d, index_t x) {
+  const index_t b = d.cyc.block(d.off + x);
+  return (b == 0 ? d.cyc.imb : d.cyc.imb + b * d.cyc.mb) - d.off;
+}
+
+struct Span {  // local indices first .. first + count - 1
+  index_t first = 0, count = 0;
+};
+// The local indices of logical 0..len-1 that process coordinate `coord` holds: consecutive.
+Span local_span(const LogicalDim& d, index_t len, int coord) {
+  Span s;
+  for (index_t x = 0; x < len;) {
+    const index_t e = std::min(len, block_end(d, x));
+    if (d.coord(x) == coord) {
+      if (s.count == 0) s.first = d.local(x);
+      s.count += e - x;
+    }
+    x = e;
+  }
+  return s;
+}
+bool same_owners(const LogicalDim& a, const LogicalDim& b, index_t len) {
+  for (index_t x = 0; x < len; x = std::min({len, block_end(a, x), block_end(b, x)}))
+    if (a.coord(x) != b.coord(x)) return false;
+  return true;
+}
+
+struct BcPanel {
+  int qa, qb;          // grid column holding A's columns, grid row holding B's rows
+  index_t a0, b0, width;  // A's local columns a0.., B's local rows b0..
+};
+// Panels of at most wmax covering k: runs that stay on one (qa, qb) pair and in consecutive
+// local columns of A and rows of B, in the order of their first index.
+std::vector<BcPanel> k_panels(const LogicalDim& ak, const LogicalDim& bk, index_t k, index_t wmax) {
+  std::vector<BcPanel> out;
+  std::map<std::pair<int, int>, std::size_t> open;  // the run still growing per pair
+  for (index_t x = 0; x < k;) {
+    const index_t e = std::min({k, block_end(ak, x), block_end(bk, x)});
+    const int qa = ak.coord(x), qb = bk.coord(x);
+    while (x < e) {
+      const index_t la = ak.local(x), lb = bk.local(x);
+      auto [it, fresh] = open.try_emplace({qa, qb}, out.size());
+      if (!fresh) {
+        const BcPanel& p = out[it->second];
+        if (p.width >= wmax || p.a0 + p.width != la || p.b0 + p.width != lb)
+          it->second = out.size(), fresh = true;
+      }
+      if (fresh) out.push_back({qa, qb, la, lb, 0});
+      BcPanel& p = out[it->second];
+      const index_t w = std::min(e - x, wmax - p.width);
+      p.width += w, x += w;
+    }
+  }
+  return out;
+}
+
+struct Phases {  // seconds on one rank (reported: the maximum over the grid's ranks)
+  double a = 0, b = 0, c_in = 0, multiply = 0, wait = 0, c_out = 0;
+};
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// C(cr, cc) = alpha A(ar, panels) B(panels, bc) + beta C(cr, cc), all in the callers' local
+// arrays; `wait` gets the time spent waiting for broadcasts.
+template <class T>
+void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, const T* B,
+                        index_t ldb, Span bc, T beta, T* C, index_t ldc,
+                        const std::vector<BcPanel>& panels, const GridComm& gc, const Grid& g,
+                        double& wait) {
+  const index_t mloc = ar.count, nloc = bc.count;
+  index_t wmax = 0;
+  for (const BcPanel& p : panels) wmax = std::max(wmax, p.width);
+  std::vector<T> abuf[2], bbuf[2];
+  const T* ap[2] = {nullptr, nullptr};
+  index_t apld[2] = {1, 1};
+  Requests pending[2];
+  T dummy[1] = {T(0)};
+  auto post = [&](std::size_t t, int slot) {
+    const BcPanel& p = panels[t];
+    const index_t w = p.width;
+    if (abuf[slot].empty() && mloc > 0) abuf[slot].resize(static_cast<std::size_t>(mloc * wmax));
+    if (bbuf[slot].empty() && nloc > 0) bbuf[slot].resize(static_cast<std::size_t>(wmax * nloc));
+    T* a = abuf[slot].empty() ? dummy : abuf[slot].data();
+    T* b = bbuf[slot].empty() ? dummy : bbuf[slot].data();
+    ap[slot] = a, apld[slot] = std::max<index_t>(1, mloc);
+    // The owners send their columns of A in place when contiguous, else packed; B's rows are
+    // strided in the local array, so they are packed.
+    if (g.mycol == p.qa) {
+      const T* src = A + ar.first + p.a0 * lda;
+      if (lda == mloc) {
+        ap[slot] = src, a = const_cast<T*>(src);
+      } else {
+        for (index_t c = 0; c < w; ++c)
+          std::memcpy(a + c * mloc, src + c * lda, sizeof(T) * static_cast<std::size_t>(mloc));
+      }
+    }
+    if (g.myrow == p.qb)
+      for (index_t c = 0; c < nloc; ++c)
+        std::memcpy(b + c * w, B + p.b0 + (bc.first + c) * ldb, sizeof(T) * static_cast<std::size_t>(w));
+    gc.row.ibcast(a, mloc * w, p.qa, pending[slot]);
+    gc.col.ibcast(b, w * nloc, p.qb, pending[slot]);
+  };
+  if (panels.empty()) return;
+  post(0, 0);
+  std::optional<HeldOutput<T>> held;  // C may stay on a GPU across the panels
+  if (mloc > 0 && nloc > 0) held.emplace(e, C, mloc, nloc, ldc);
+  for (std::size_t t = 0; t < panels.size(); ++t) {
+    const int slot = static_cast<int>(t % 2);
+    const auto w0 = std::chrono::steady_clock::now();
+    pending[slot].wait_all();
+    wait += since(w0);
+    Requests* next = nullptr;
+    if (t + 1 < panels.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
+    const T* b = bbuf[slot].empty() ? dummy : bbuf[slot].data();
+    gemm_with_progress<T>(e, mloc, nloc, panels[t].width, alpha, ap[slot], apld[slot], b,
+                          panels[t].width, t == 0 ? beta : T(1), C, ldc, next);
+  }
+}
+
 void append_stats(const char* routine, int m, int n, int k, const std::string& algo, double sec,
-                  bool handed) {
+                  bool handed, const nlohmann::json& extra = {}) {
   const std::string& path = settings().stats;
   if (path.empty()) return;
   try {  // statistics must never fail the caller's PxGEMM
-    append_json_line(path, {{"routine", routine}, {"m", m}, {"n", n}, {"k", k}, {"algorithm", algo},
-                            {"seconds", sec}, {"handed_to_scalapack", handed}});
+    nlohmann::json j = {{"routine", routine}, {"m", m}, {"n", n}, {"k", k}, {"algorithm", algo},
+                        {"seconds", sec}, {"handed_to_scalapack", handed}};
+    if (extra.is_object()) j.update(extra);
+    append_json_line(path, j);
   } catch (const UsageError&) {
   }
+}
+
+// Phase times of a call answered by distmm, the maximum over the grid's ranks (collective;
+// only when someone reads them): into the statistics line and, under DISTMM_VERBOSE (at the
+// first call; DISTMM_VERBOSE=2: every call), one line on stderr.
+void report_phases(const char* name, const char* lower, int m, int n, int k,
+                   const std::string& path, const std::string& algo, const Phases& ph, double sec,
+                   bool verbose, const Comm& comm, bool root) {
+  const Settings& st = settings();
+  if (st.stats.empty() && !verbose) return;
+  double v[7] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec}, mx[7];
+  MPI_Reduce(v, mx, 7, MPI_DOUBLE, MPI_MAX, 0, comm.get());
+  if (!root) return;
+  if (verbose)
+    std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = redistribute A %.3f, B %.3f, "
+                 "C in %.3f, multiply %.3f (waiting for panels %.3f), redistribute C out %.3f "
+                 "(max over ranks)\n", name, m, n, k, path.c_str(), algo.c_str(), mx[6], mx[0],
+                 mx[1], mx[2], mx[3], mx[4], mx[5]);
+  append_stats(lower, m, n, k, algo, sec, false,
+               {{"path", path},
+                {"phases", {{"redistribute_a", mx[0]}, {"redistribute_b", mx[1]},
+                            {"redistribute_c_in", mx[2]}, {"multiply", mx[3]},
+                            {"multiply_waiting", mx[4]}, {"redistribute_c_out", mx[5]},
+                            {"seconds_max", mx[6]}}}});
 }
 
 bool& first_call() {
@@ -569,19 +757,59 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
     GridComm& gc = grid_comm(ctxt, g.nprow, g.npcol, g.myrow, g.mycol);
     const Comm& comm = *gc.comm;
     const int me = comm.rank();
-    Plan& plan = plan_for(gc, {m, n, k}, dtype_of<T>());
-    if (root && st.verbose && first_call())
-      std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (%s), "
-                   "engine %s, %d ranks\n", Names<T>::name, m, n, k, plan.algo->name().c_str(),
-                   plan.algo->layout().c_str(), engine().name().c_str(), comm.size());
+    const bool verbose = st.verbose >= 2 || (st.verbose && first_call());
     first_call() = false;
     // op(sub(A)) is m x k: its rows are A's rows (N) or columns (T, C).
     const LogicalDim ar = nota ? dim(Ad, true, ia) : dim(Ad, false, ja);
     const LogicalDim ac = nota ? dim(Ad, false, ja) : dim(Ad, true, ia);
     const LogicalDim br = notb ? dim(Bd, true, ib) : dim(Bd, false, jb);
     const LogicalDim bc = notb ? dim(Bd, false, jb) : dim(Bd, true, ib);
+    Phases ph;
+
+    // The block-cyclic layout as it is, when the operands line up (see block_cyclic_summa).
+    if (st.direct && nota && notb && !replicated && same_owners(ar, cr, m) &&
+        same_owners(bc, cc, n)) {
+      index_t wcap = st.panel > 0 ? st.panel
+                         : std::clamp<index_t>((k + std::max(g.nprow, g.npcol) - 1) /
+                                                   std::max(g.nprow, g.npcol), 256, 4096);
+      // Two panels of A and of B in flight must fit the memory share (the same on every rank).
+      const double rows = double(m) / g.nprow + Ad[MB_] + double(n) / g.npcol + Bd[NB_];
+      wcap = std::max<index_t>(1, std::min<index_t>(
+                 wcap, index_t(double(gc.mem_limit) / (2 * rows * sizeof(T)))));
+      auto panels = k_panels(ac, br, k, wcap);
+      // Fragmented panels (A's and B's blockings of k disagree, a non-square grid) would make
+      // many small broadcasts and products: those operands are redistributed instead.
+      const bool wide = st.direct == 2 || double(k) / double(panels.size()) >= std::min<double>(k, 32);
+      if (wide) {
+        const Span sa = local_span(ar, m, g.myrow), sb = local_span(bc, n, g.mycol);
+        const Span sr = local_span(cr, m, g.myrow), sc = local_span(cc, n, g.mycol);
+        const std::string algo = "block-cyclic summa";
+        if (root && verbose)
+          std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s "
+                       "(the %dx%d BLACS grid's own layout, %zu panels), engine %s, %d ranks\n",
+                       Names<T>::name, m, n, k, algo.c_str(), g.nprow, g.npcol, panels.size(),
+                       engine().name().c_str(), comm.size());
+        const auto t1 = std::chrono::steady_clock::now();
+        block_cyclic_summa<T>(engine(), a, A, Ad[LLD_], sa, B, Bd[LLD_], sb, b,
+                              C + sr.first + sc.first * index_t(Cd[LLD_]), Cd[LLD_], panels, gc,
+                              g, ph.wait);
+        ph.multiply = since(t1);
+        report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph,
+                      seconds(), verbose, comm, root);
+        return;
+      }
+    }
+
+    Plan& plan = plan_for(gc, {m, n, k}, dtype_of<T>());
+    if (root && verbose)
+      std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (%s), "
+                   "engine %s, %d ranks\n", Names<T>::name, m, n, k, plan.algo->name().c_str(),
+                   plan.algo->layout().c_str(), engine().name().c_str(), comm.size());
+    auto t1 = std::chrono::steady_clock::now();
     auto Al = to_layout<T>(A, Ad[LLD_], !nota, ta == 'C', ar, ac, plan.a, me, g, comm);
+    ph.a = since(t1), t1 = std::chrono::steady_clock::now();
     auto Bl = to_layout<T>(B, Bd[LLD_], !notb, tb == 'C', br, bc, plan.b, me, g, comm);
+    ph.b = since(t1), t1 = std::chrono::steady_clock::now();
     const Piece &pa = plan.a[me], &pb = plan.b[me], &pc = plan.c[me];
     std::vector<T> Cl(static_cast<std::size_t>(pc.rows() * pc.cols()), T(0));
     T dummy[1] = {T(0)};
@@ -591,8 +819,11 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
                            MatrixView<const T>{ptr(Bl), pb.rows(), pb.cols(), std::max<index_t>(1, pb.rows())},
                            T(0), MatrixView<T>{ptr(Cl), pc.rows(), pc.cols(), std::max<index_t>(1, pc.rows())});
     Al = {}, Bl = {};
+    ph.multiply = since(t1), t1 = std::chrono::steady_clock::now();
     from_layout<T>(Cl, b, C, Cd[LLD_], cr, cc, plan.c, me, g, comm);
-    if (root) append_stats(Names<T>::lower, m, n, k, plan.algo->name(), seconds(), false);
+    ph.c_out = since(t1);
+    report_phases(Names<T>::name, Names<T>::lower, m, n, k, "redistributed", plan.algo->name(),
+                  ph, seconds(), verbose, comm, root);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distmm: %s %d x %d x %d failed: %s\n", Names<T>::name, m, n, k, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs pxgemm_driver (a plain ScaLAPACK program: every case checked element by element against a
 # reference from the global matrices) and fails on any wrong element; with a library, under
-# LD_PRELOAD, and fails unless distmm answered every multiply (DISTMM_SCALAPACK_STATS).
+# LD_PRELOAD, and fails unless distmm answered every multiply (DISTMM_SCALAPACK_STATS), with
+# phase times, on 4+ ranks some in place on the BLACS grid and some redistributed.
 #   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC
 set -euo pipefail
 mode=$1 np=$2 driver=$3 mpiexec=$4
@@ -28,5 +29,10 @@ else
   [ "${answered:-0}" -gt 0 ] || { echo "FAIL: distmm answered no call"; exit 1; }
   [ "${handed:-0}" -eq 0 ] || { echo "FAIL: calls handed to ScaLAPACK with DISTMM_SCALAPACK_MIN=0"; exit 1; }
   grep -q "answered by distmm" "$work/out.txt" || { echo "FAIL: no DISTMM_VERBOSE line"; exit 1; }
+  grep -q '"phases":{' "$stats" || { echo "FAIL: no phase times in the statistics"; exit 1; }
+  if [ "$np" -ge 4 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
+    grep -q '"path":"block-cyclic"' "$stats" || { echo "FAIL: no call ran on the block-cyclic layout"; exit 1; }
+    grep -q '"path":"redistributed"' "$stats" || { echo "FAIL: no call was redistributed"; exit 1; }
+  fi
 fi
 echo PASS

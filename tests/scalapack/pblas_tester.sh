@@ -2,10 +2,12 @@
 # Runs ScaLAPACK's PBLAS level-3 tester (Debian's scalapack-mpi-test) on P?GEMM only, from one of
 # our input files, under LD_PRELOAD of the distmm drop-in, and fails unless every case passed, the
 # error exits were checked, and distmm (not ScaLAPACK) answered the calls.
-#   pblas_tester.sh LIB|none TYPE(s|d|c|z) SET(main|src) NPROCS MPIEXEC [ALPHA BETA]
-# (ALPHA empty: the default; BETA 0: beta = 0 in the type's notation)
+#   pblas_tester.sh LIB|none TYPE(s|d|c|z) SET(main|src|aligned) NPROCS MPIEXEC [ALPHA BETA [DIRECT]]
+# (ALPHA empty: the default; BETA 0: beta = 0 in the type's notation; DIRECT: the value of
+# DISTMM_SCALAPACK_DIRECT, default 1; force: SUMMA on the block-cyclic layout wherever the
+# operands line up, and at least one call must have run so)
 set -euo pipefail
-lib=$1 t=$2 set=$3 np=$4 mpiexec=$5
+lib=$1 t=$2 set=$3 np=$4 mpiexec=$5 direct=${8:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 T=$(echo "$t" | tr a-z A-Z)
 bin=/usr/lib/x86_64-linux-gnu/scalapack/openmpi-tests/PBLAS/${t}pb3tst
@@ -37,11 +39,13 @@ done
 cd "$work"
 stats=$work/stats.jsonl
 env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-     OPENBLAS_NUM_THREADS=1 DISTMM_SCALAPACK_MIN=0 DISTMM_SCALAPACK_STATS=$stats)
+     OPENBLAS_NUM_THREADS=1 DISTMM_SCALAPACK_MIN=0 DISTMM_SCALAPACK_STATS=$stats
+     DISTMM_SCALAPACK_DIRECT=$direct)
 [ "$lib" != none ] && env+=(LD_PRELOAD=$lib)
 set +e
 env "${env[@]}" timeout 300 "$mpiexec" -n "$np" --oversubscribe \
-  -x LD_PRELOAD -x DISTMM_SCALAPACK_MIN -x DISTMM_SCALAPACK_STATS "$bin" > out.txt 2>&1
+  -x LD_PRELOAD -x DISTMM_SCALAPACK_MIN -x DISTMM_SCALAPACK_STATS -x DISTMM_SCALAPACK_DIRECT \
+  "$bin" > out.txt 2>&1
 rc=$?
 set -e
 cat out.txt
@@ -68,5 +72,10 @@ if [ "$lib" != none ]; then
   echo "distmm answered $answered calls, handed $handed to ScaLAPACK"
   [ "${answered:-0}" -gt 0 ] || fail "distmm answered no call"
   [ "${handed:-0}" -eq 0 ] || fail "calls were handed to ScaLAPACK with DISTMM_SCALAPACK_MIN=0"
+  if [ "$direct" = force ]; then
+    inplace=$(grep -c '"path":"block-cyclic"' "$stats" 2>/dev/null || true)
+    echo "of them $inplace on the block-cyclic layout itself"
+    [ "${inplace:-0}" -gt 0 ] || fail "no call ran on the block-cyclic layout"
+  fi
 fi
 echo PASS

@@ -220,6 +220,22 @@ std::vector<Case> cases() {
     v.push_back(c);
   }
   v.push_back({"c128 CC 2x2", 'z', 2, 2, 'C', 'C', 13, 14, 15, cd(1, 1), cd(1, -1), sq(15, 13, 2, 2), sq(14, 15, 3, 3), sq(13, 14, 4, 4)});
+  // Operands whose blockings line up (N x N): distmm runs SUMMA on the block-cyclic layout
+  // itself (wide panels), nothing redistributed.
+  v.push_back({"aligned NN 2x2 (in place)", 'd', 2, 2, 'N', 'N', 70, 65, 90, 1.5, 0.5, sq(70, 90, 16, 16), sq(90, 65, 16, 16), sq(70, 65, 16, 16)});
+  {
+    Case c{"aligned NN offsets, beta 0, NaN C", 'd', 2, 2, 'N', 'N', 60, 50, 80, -1, 0, sq(100, 120, 16, 16), sq(130, 90, 16, 16), sq(100, 90, 16, 16)};
+    c.ia = c.ic = 17, c.ja = c.ib = 33, c.jb = c.jc = 2;
+    c.A.pad = 2, c.B.pad = 3, c.C.pad = 1, c.nan_c = true;
+    v.push_back(c);
+  }
+  {
+    Case c{"aligned c128 NN RSRC/CSRC != 0", 'z', 2, 2, 'N', 'N', 45, 51, 66, cd(0.5, -1), cd(1, 2), sq(45, 66, 8, 12), sq(66, 51, 12, 8), sq(45, 51, 8, 8)};
+    c.A.rsrc = c.C.rsrc = 1, c.A.csrc = c.B.rsrc = 1, c.B.csrc = c.C.csrc = 1;
+    v.push_back(c);
+  }
+  v.push_back({"aligned f32 NN 1x4 (k over columns)", 's', 1, 4, 'N', 'N', 40, 150, 256, 1, 1, sq(40, 256, 32, 32), sq(256, 150, 32, 32), sq(40, 150, 32, 32)});
+  v.push_back({"aligned NN 1x1", 'd', 1, 1, 'N', 'N', 33, 35, 37, 2, 1, sq(33, 37, 8, 8), sq(37, 35, 8, 8), sq(33, 35, 8, 8)});
   v.push_back({"larger 2x2 (300^3)", 'd', 2, 2, 'N', 'T', 300, 300, 300, 1, 1, sq(300, 300, 64, 64), sq(300, 300, 64, 64), sq(300, 300, 64, 64)});
   return v;
 }
