@@ -38,8 +38,11 @@ struct AlgoOptions {
   index_t panel = 0;          // SUMMA panel width (0 = automatic)
   int grid_rows = 0;          // SUMMA/ScaLAPACK grid rows (0 = automatic)
   index_t scalapack_nb = 256; // ScaLAPACK block size
-  std::optional<CapsSteps> caps_steps;  // CAPS: none = chosen from the memory limit
-  const BilinearFormula* formula = &kStrassenFormula;  // CAPS: the seven products
+  std::optional<CapsSteps> caps_steps;  // CAPS: none = chosen by the cost model within memory
+  const BilinearFormula* formula = nullptr;  // CAPS: the seven products (null: by the cost model)
+  // auto may choose CAPS (Strassen's error growth, 12 per step, reported and verified as such);
+  // off by default, so that a caller asking for a classical product (the PDGEMM drop-in) gets one.
+  bool strassen_like_ok = false;
   std::array<int, 3> cuboid_grid{0, 0, 0};  // cuboid: pm x pn x pk (0: chosen by the cost model)
   int cuboid_steps = 0;                     // cuboid: sequential k-steps (0: by the memory limit)
   std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
@@ -65,6 +68,10 @@ struct MultiplyCall {
 struct CommEstimate {
   double words_max = 0, words_mean = 0, messages_max = 0;
   double flops_max = 0;  // the busiest rank's local multiply flops (2 per multiply-add)
+  // Elements the busiest rank streams through memory (read or written) around the products:
+  // additions, layout copies; 0 where they are negligible next to the products, as for the
+  // classical algorithms.
+  double local_words_max = 0;
 };
 
 class DistAlgorithm {
@@ -154,10 +161,11 @@ class AlgorithmBase : public DistAlgorithm {
 struct EstimateAccumulator {
   CommEstimate e;
   int ranks = 0;
-  void add(double words, double messages, double flops = 0) {
+  void add(double words, double messages, double flops = 0, double local_words = 0) {
     e.words_max = std::max(e.words_max, words);
     e.messages_max = std::max(e.messages_max, messages);
     e.flops_max = std::max(e.flops_max, flops);
+    e.local_words_max = std::max(e.local_words_max, local_words);
     e.words_mean += words;
     ++ranks;
   }

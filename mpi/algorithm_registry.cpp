@@ -72,10 +72,19 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     candidates.push_back(make_cuboid(world, shape, opts));
     if (P > 1 && exact_root(P, 2)) candidates.push_back(make_cannon(world, shape, opts));
     if (P > 1 && exact_root(P, 3)) candidates.push_back(make_dns(world, shape, opts));
+    // CAPS where the rank count is m 7^k (k >= 1) and the caller accepts Strassen's error growth:
+    // 1/8 fewer multiplications per step, paid in additions and exchanges that the model prices.
+    // Only with a measured model: CAPS's gain is a few percent of the multiply time and its cost
+    // is the machine's memory bandwidth, which the defaults cannot know (measured on 32 cores,
+    // CAPS ran at 0.82-0.89x SUMMA where default rates would predict it 1.2x faster).
+    int m7 = P, k7 = 0;
+    while (m7 % 7 == 0) m7 /= 7, ++k7;
+    const bool caps_fits = opts.strassen_like_ok && k7 >= 1 && m7 <= 6 && std::min({shape.m, shape.n, shape.k}) >> k7 >= 64;
+    if (caps_fits && mm.measured) candidates.push_back(make_caps(world, shape, opts));
     std::vector<double> t, words;
     for (const auto& a : candidates) {
       const CommEstimate e = a->analytic();
-      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max));
+      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem));
       words.push_back(e.words_max);
     }
     const std::size_t best = words_first_choice(t, words);
@@ -87,9 +96,11 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
                     words[a], a + 1 < candidates.size() ? "," : "");
       why += buf;
     }
-    std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s, %.3g GB/s, %.3g us per rank, from ",
-                  mm.flops_per_s / 1e9, mm.bytes_per_s / 1e9, mm.latency_s * 1e6);
+    std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s, %.3g GB/s, %.3g us, %.3g GB/s memory per rank, from ",
+                  mm.flops_per_s / 1e9, mm.bytes_per_s / 1e9, mm.latency_s * 1e6, mm.memory_bytes_per_s / 1e9);
     why += buf + mm.source;
+    if (caps_fits && !mm.measured) why += "; caps not considered without a measured model (run distmm calibrate)";
+    if (!candidates[best]->selection().empty()) why += "; " + candidates[best]->selection();
     auto chosen = std::move(candidates[best]);
     chosen->set_selection(why);
     return chosen;

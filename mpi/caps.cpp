@@ -16,12 +16,15 @@
 //    and each rank multiplies it by its own columns of B (1-D, classical).
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
 // (all rows x the rank's column chunks) are copied in and out of the Z-ordered buffers.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "algorithms.hpp"
 #include "caps.hpp"
+#include "cost_model.hpp"
 #include "grid.hpp"
+#include "overlap.hpp"
 #include "../node/fused.hpp"
 #include "../node/strassen_formulas.hpp"
 #include "../src/core/system.hpp"
@@ -85,7 +88,7 @@ class Caps final : public AlgorithmBase<Caps> {
       const std::string l = "level " + std::to_string(d) + " (" + (steps_[d] == CapsStep::bfs ? "BFS" : "DFS") + ") ";
       for (const char* what : {"forming S, T", "exchange in", "exchange out", "combining C"}) v.push_back(l + what);
     }
-    v.insert(v.end(), {"leaf: gathering A", "leaf: local multiply", "pack/unpack (padding, Z order)"});
+    v.insert(v.end(), {"leaf: passing A around (not hidden)", "leaf: local multiply", "pack/unpack (padding, Z order)"});
     return v;
   }
   std::size_t level_phase(int depth, Phase p) const { return std::size_t(depth) * kPerLevel + p; }
@@ -95,6 +98,8 @@ class Caps final : public AlgorithmBase<Caps> {
            (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name + ", padded to " +
            std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
   }
+  // "DB strassen": the choice among CAPS variants, for the selection note.
+  std::string layout_key() const { return (steps_.empty() ? std::string("-") : to_string(steps_)) + " " + f_.name; }
   const Piece& piece_a() const override { return pa_; }
   const Piece& piece_b() const override { return pb_; }
   const Piece& piece_c() const override { return pc_; }
@@ -110,9 +115,11 @@ class Caps final : public AlgorithmBase<Caps> {
     for (int r = 0; r < world_.size(); ++r) {
       Stage st = top_;
       st.rank = r;
-      double w = 0, msgs = 0;
-      words(st, 0, 1.0, w, msgs);
-      acc.add(w, msgs);
+      Counts n;
+      counts(st, 0, 1.0, n);
+      // the layout copies: A and B in (read and written), C out (read, written, read for beta)
+      n.local += 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len();
+      acc.add(n.words, n.msgs, n.flops, n.local);
     }
     return acc.done(world_.size());
   }
@@ -128,13 +135,7 @@ class Caps final : public AlgorithmBase<Caps> {
     recurse<T>(e, top_, 0, world_, a.get(), b.get(), c.get());
     step_done(1, 1);
     // C = alpha (AB) + beta C on the user's piece.
-    timed(tail_phase(2), [&] {
-      Matrix<T> d(C.rows, C.cols);
-      unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), d);
-      for (index_t j = 0; j < C.cols; ++j)
-        for (index_t i = 0; i < C.rows; ++i)
-          C(i, j) = alpha * d(i, j) + (beta == T(0) ? T(0) : beta * C(i, j));
-    });
+    timed(tail_phase(2), [&] { unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), alpha, beta, C); });
   }
 
  private:
@@ -160,80 +161,128 @@ class Caps final : public AlgorithmBase<Caps> {
     return z;
   }
 
-  // Between the user's piece (rows x runs) and the Z-ordered, zero-padded leaf chunks.
+  // Between the user's piece (rows x runs) and the Z-ordered, zero-padded leaf chunks: one
+  // threaded pass that writes every element of the buffer once (copied, or zero in the padding).
   template <class T>
   void pack(MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out) const {
     const int S = top_.steps;
     const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
-    const index_t blk = lr * w;
-    std::fill(out, out + (index_t(1) << (2 * S)) * blk, T(0));
-    index_t local_col = 0;
-    for (index_t bj = 0; bj < (index_t(1) << S); ++bj)
-      for (index_t j = 0; j < w; ++j) {
-        index_t gc = bj * lc + c0 + j;
-        if (gc >= cols) continue;
-        for (index_t bi = 0; bi < (index_t(1) << S); ++bi) {
-          index_t r0 = bi * lr, nr = std::min(lr, rows - r0);
-          if (nr <= 0) continue;
-          T* dst = out + z_index(bi, bj, S) * blk + j * lr;
-          std::memcpy(dst, M.data + r0 + local_col * M.ld, sizeof(T) * nr);
-        }
-        ++local_col;
+    const index_t blk = lr * w, nb = index_t(1) << S;
+    const std::vector<index_t> local = local_columns(cols, lc, w, c0);
+#pragma omp parallel for schedule(static) if (blk * nb * nb > (1 << 16))
+    for (index_t col = 0; col < nb * w; ++col) {
+      const index_t bj = col / w, j = col % w, lcn = local[col];
+      for (index_t bi = 0; bi < nb; ++bi) {
+        T* dst = out + z_index(bi, bj, S) * blk + j * lr;
+        const index_t r0 = bi * lr, nr = lcn < 0 ? 0 : std::clamp<index_t>(rows - r0, 0, lr);
+        if (nr > 0) std::memcpy(dst, M.data + r0 + lcn * M.ld, sizeof(T) * nr);
+        std::fill(dst + nr, dst + lr, T(0));
       }
+    }
   }
+  // C = alpha (the Z-ordered product) + beta C on the user's piece, in one threaded pass (C is
+  // not read when beta = 0).
   template <class T>
-  void unpack(const T* in, index_t rows, index_t cols, index_t lr, index_t lc, Matrix<T>& M) const {
+  void unpack(const T* in, index_t rows, index_t cols, index_t lr, index_t lc, T alpha, T beta,
+              MatrixView<T> C) const {
     const int S = top_.steps;
     const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
-    const index_t blk = lr * w;
-    index_t local_col = 0;
-    for (index_t bj = 0; bj < (index_t(1) << S); ++bj)
-      for (index_t j = 0; j < w; ++j) {
-        index_t gc = bj * lc + c0 + j;
-        if (gc >= cols) continue;
-        for (index_t bi = 0; bi < (index_t(1) << S); ++bi) {
-          index_t r0 = bi * lr, nr = std::min(lr, rows - r0);
-          if (nr <= 0) continue;
-          std::memcpy(M.data() + r0 + local_col * M.ld(), in + z_index(bi, bj, S) * blk + j * lr,
-                      sizeof(T) * nr);
-        }
-        ++local_col;
+    const index_t blk = lr * w, nb = index_t(1) << S;
+    const std::vector<index_t> local = local_columns(cols, lc, w, c0);
+#pragma omp parallel for schedule(static) if (blk * nb * nb > (1 << 16))
+    for (index_t col = 0; col < nb * w; ++col) {
+      const index_t bj = col / w, j = col % w, lcn = local[col];
+      if (lcn < 0) continue;
+      for (index_t bi = 0; bi < nb; ++bi) {
+        const index_t r0 = bi * lr, nr = std::clamp<index_t>(rows - r0, 0, lr);
+        const T* src = in + z_index(bi, bj, S) * blk + j * lr;
+        T* dst = C.data + r0 + lcn * C.ld;
+        if (beta == T(0))
+          for (index_t i = 0; i < nr; ++i) dst[i] = alpha * src[i];
+        else
+          for (index_t i = 0; i < nr; ++i) dst[i] = alpha * src[i] + beta * dst[i];
       }
+    }
+  }
+  // For each of this rank's columns of the padded layout (block column bj, chunk column j, in
+  // that order), its column in the user's piece, or -1 for a padding column.
+  std::vector<index_t> local_columns(index_t cols, index_t lc, index_t w, index_t c0) const {
+    const index_t nb = index_t(1) << top_.steps;
+    std::vector<index_t> v(static_cast<std::size_t>(nb * w), -1);
+    index_t local = 0;
+    for (index_t bj = 0; bj < nb; ++bj)
+      for (index_t j = 0; j < w; ++j)
+        if (bj * lc + c0 + j < cols) v[bj * w + j] = local++;
+    return v;
   }
 
-  // Local sums of quadrants: out_j = sum_q coef[j][q] x_q for all seven products in one pass
-  // (only = -1), or for product `only` alone (DFS).
+  // Local sums of quadrants: out_j = sum_q coef[j][q] x_q for all seven products in one fused,
+  // threaded pass (BFS: reads the four quadrants once, writes seven sums).
   template <class T>
-  static void form_sums(const T* x, index_t quarter, const int (&coef)[7][4], T* out,
-                        int only = -1) {
-    std::array<ConstBlock<T>, 4> in;
-    for (int q = 0; q < 4; ++q) in[q] = {x + q * quarter, quarter};
-    if (only >= 0) {
-      std::array<std::array<T, 4>, 1> c{};
-      for (int q = 0; q < 4; ++q) c[0][q] = T(coef[only][q]);
-      fused_combine<T, 4, 1>(quarter, 1, in, {MutBlock<T>{out, quarter, false}}, c);
-      return;
-    }
-    std::array<MutBlock<T>, 7> o;
+  static void form_sums(const T* x, index_t quarter, const int (&coef)[7][4], T* out) {
+    std::array<const T*, 4> in;
+    for (int q = 0; q < 4; ++q) in[q] = x + q * quarter;
+    std::array<T*, 7> o;
     std::array<std::array<T, 4>, 7> c{};
     for (int j = 0; j < 7; ++j) {
-      o[j] = {out + j * quarter, quarter, false};
+      o[j] = out + j * quarter;
       for (int q = 0; q < 4; ++q) c[j][q] = T(coef[j][q]);
     }
-    fused_combine<T, 4, 7>(quarter, 1, in, o, c);
+    fused_combine_flat<T, 4, 7>(quarter, in, o, false, c);
+  }
+  // Product j's sum alone (DFS), reading only the quadrants it uses (one for Strassen's S_2,
+  // up to four for Winograd's).
+  template <class T>
+  static void form_sum(const T* x, index_t quarter, const int (&coef)[7][4], int j, T* out) {
+    std::array<const T*, 4> in{};
+    std::array<T, 4> c{};
+    int used = 0;
+    for (int q = 0; q < 4; ++q)
+      if (coef[j][q] != 0) in[used] = x + q * quarter, c[used] = T(coef[j][q]), ++used;
+    with_count<4>(used, [&](auto nc) {
+      constexpr std::size_t N = decltype(nc)::value;
+      std::array<const T*, N> i;
+      std::array<std::array<T, N>, 1> k;
+      for (std::size_t t = 0; t < N; ++t) i[t] = in[t], k[0][t] = c[t];
+      fused_combine_flat<T, N, 1>(quarter, i, {out}, false, k);
+    });
   }
   // C_q = sum_j coef[j][q] M_j for the four quadrants, in one pass over the seven products.
   template <class T>
   static void combine(const T* M, index_t quarter, const int (&coef)[7][4], T* c) {
-    std::array<ConstBlock<T>, 7> in;
-    for (int j = 0; j < 7; ++j) in[j] = {M + j * quarter, quarter};
-    std::array<MutBlock<T>, 4> o;
+    std::array<const T*, 7> in;
+    for (int j = 0; j < 7; ++j) in[j] = M + j * quarter;
+    std::array<T*, 4> o;
     std::array<std::array<T, 7>, 4> k{};
     for (int q = 0; q < 4; ++q) {
-      o[q] = {c + q * quarter, quarter, false};
+      o[q] = c + q * quarter;
       for (int j = 0; j < 7; ++j) k[q][j] = T(coef[j][q]);
     }
-    fused_combine<T, 7, 4>(quarter, 1, in, o, k);
+    fused_combine_flat<T, 7, 4>(quarter, in, o, false, k);
+  }
+  // C_q += coef[j][q] M_j for the quadrants product j feeds (DFS), reading M_j once.
+  template <class T>
+  static void accumulate_product(const T* M, index_t quarter, const int (&coef)[7][4], int j, T* c) {
+    std::array<T*, 4> out{};
+    std::array<T, 4> k{};
+    int used = 0;
+    for (int q = 0; q < 4; ++q)
+      if (coef[j][q] != 0) out[used] = c + q * quarter, k[used] = T(coef[j][q]), ++used;
+    with_count<4>(used, [&](auto nc) {
+      constexpr std::size_t N = decltype(nc)::value;
+      std::array<T*, N> o;
+      std::array<std::array<T, 1>, N> w;
+      for (std::size_t t = 0; t < N; ++t) o[t] = out[t], w[t][0] = k[t];
+      fused_combine_flat<T, 1, N>(quarter, {M}, o, true, w);
+    });
+  }
+  // f(std::integral_constant<size_t, n>) for a run-time count n in 1..Max (0: nothing).
+  template <std::size_t Max, class F>
+  static void with_count(int n, F&& f) {
+    if constexpr (Max > 0) {
+      if (n == int(Max)) return f(std::integral_constant<std::size_t, Max>{});
+      with_count<Max - 1>(n, f);
+    }
   }
 
   template <class T>
@@ -247,19 +296,12 @@ class Caps final : public AlgorithmBase<Caps> {
       std::fill(c, c + st.c_len(), T(0));
       for (int j = 0; j < 7; ++j) {
         timed(level_phase(depth, kSums), [&] {
-          form_sums(a, qa, f_.a, s.get(), j);
-          form_sums(b, qb, f_.b, t.get(), j);
+          form_sum(a, qa, f_.a, j, s.get());
+          form_sum(b, qb, f_.b, j, t.get());
         });
         recurse<T>(e, ch, depth + 1, comm, s.get(), t.get(), mprod.get());
         if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
-        timed(level_phase(depth, kCombine), [&] {
-          for (int q = 0; q < 4; ++q) {
-            if (f_.c[j][q] == 0) continue;
-            std::array<std::array<T, 1>, 1> k{{{T(f_.c[j][q])}}};
-            fused_combine<T, 1, 1>(qc, 1, {ConstBlock<T>{mprod.get(), qc}},
-                                   {MutBlock<T>{c + q * qc, qc, true}}, k);
-          }
-        });
+        timed(level_phase(depth, kCombine), [&] { accumulate_product(mprod.get(), qc, f_.c, j, c); });
       }
       return;
     }
@@ -304,59 +346,53 @@ class Caps final : public AlgorithmBase<Caps> {
   }
 
   // Sends sums[j] (quarter elements: L leaf chunks of rows x w(me)) to peer j and assembles the
-  // subproblem's chunks: for each leaf, the 7 peers' column chunks side by side.
+  // subproblem's chunks: for each leaf, the 7 peers' column chunks side by side. Each peer's
+  // chunks land in place (an MPI vector type: L runs of rows x w(p), rows x total_w apart); only
+  // this rank's own sum is copied.
   template <class T, class Width>
   void exchange_in(const Comm& peers, const T* sums, index_t quarter, T* sub, index_t L,
                    index_t rows, Width w, int me) const {
-    std::array<AlignedPtr<T>, 7> recv;
-    std::array<const T*, 7> from;
+    index_t total_w = 0;
+    std::array<index_t, 8> off{};
+    for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
     Requests rq;
     for (int p = 0; p < 7; ++p) {
-      if (p == me) {  // this rank's own sum stays
-        from[p] = sums + me * quarter;
-        continue;
-      }
-      recv[p] = buffer<T>(L * rows * w(p));
-      from[p] = recv[p].get();
-      peers.irecv(recv[p].get(), L * rows * w(p), p, 21, rq);
-      peers.isend(sums + p * quarter, quarter, p, 21, rq);
+      if (p == me || w(p) * rows == 0) continue;
+      peers.irecv_strided(sub + off[p] * rows, L, rows * w(p), rows * total_w, p, 21, rq);
     }
+    for (int p = 0; p < 7; ++p)
+      if (p != me && quarter > 0) peers.isend(sums + p * quarter, quarter, p, 21, rq);
+    copy_runs(sums + me * quarter, rows * w(me), sub + off[me] * rows, rows * total_w, L);
     rq.wait_all();
-    index_t total_w = 0;
-    for (int p = 0; p < 7; ++p) total_w += w(p);
-    for (index_t leaf = 0; leaf < L; ++leaf) {
-      T* dst = sub + leaf * rows * total_w;
-      for (int p = 0; p < 7; ++p) {
-        index_t n = rows * w(p);
-        std::copy(from[p] + leaf * n, from[p] + (leaf + 1) * n, dst);
-        dst += n;
-      }
-    }
   }
-  // The reverse: splits this group's product chunks among the 7 peers; receives their chunks of
-  // the other six products, so that mall holds this rank's chunks of all seven.
+  // The reverse: splits this group's product chunks among the 7 peers (sent in place through a
+  // vector type); receives their chunks of the other six products, so that mall holds this
+  // rank's chunks of all seven.
   template <class T, class Width>
   void exchange_out(const Comm& peers, const T* prod, T* mall, index_t quarter, index_t L,
                     index_t rows, Width w, int me) const {
     index_t total_w = 0;
-    std::vector<index_t> off(8, 0);
+    std::array<index_t, 8> off{};
     for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
-    std::array<AlignedPtr<T>, 7> send;
     Requests rq;
+    for (int p = 0; p < 7; ++p)
+      if (p != me && quarter > 0) peers.irecv(mall + p * quarter, quarter, p, 22, rq);
     for (int p = 0; p < 7; ++p) {
-      // This rank's own piece goes straight to its slot in mall.
-      T* dst = p == me ? mall + me * quarter : (send[p] = buffer<T>(L * rows * w(p))).get();
-      for (index_t leaf = 0; leaf < L; ++leaf) {
-        const T* src = prod + leaf * rows * total_w + off[p] * rows;
-        std::copy(src, src + rows * w(p), dst + leaf * rows * w(p));
-      }
+      if (p == me || w(p) * rows == 0) continue;
+      peers.isend_strided(prod + off[p] * rows, L, rows * w(p), rows * total_w, p, 22, rq);
     }
-    for (int p = 0; p < 7; ++p) {
-      if (p == me) continue;
-      peers.irecv(mall + p * quarter, quarter, p, 22, rq);
-      peers.isend(send[p].get(), L * rows * w(p), p, 22, rq);
-    }
+    // This rank's own piece goes straight to its slot in mall.
+    T* mine = mall + me * quarter;
+    for (index_t leaf = 0; leaf < L; ++leaf)
+      std::copy(prod + leaf * rows * total_w + off[me] * rows,
+                prod + leaf * rows * total_w + (off[me] + w(me)) * rows, mine + leaf * rows * w(me));
     rq.wait_all();
+  }
+  // L runs of `run` contiguous elements from src into dst, `stride` apart, threaded.
+  template <class T>
+  static void copy_runs(const T* src, index_t run, T* dst, index_t stride, index_t L) {
+#pragma omp parallel for schedule(static) if (run * L > (1 << 16))
+    for (index_t leaf = 0; leaf < L; ++leaf) std::copy(src + leaf * run, src + (leaf + 1) * run, dst + leaf * stride);
   }
 
   template <class T>
@@ -369,46 +405,75 @@ class Caps final : public AlgorithmBase<Caps> {
       });
       return;
     }
-    // m > 1 ranks share the leaf: gather A's columns, multiply by this rank's columns of B.
-    auto full = buffer<T>(lm * lk);
-    std::vector<int> counts(st.P), displs(st.P);
-    for (int p = 0; p < st.P; ++p) {
-      counts[p] = mpi_count(lm * chunk_width(lk, p, st.P));
-      displs[p] = mpi_count(lm * chunk_begin(lk, p, st.P));
+    // m > 1 ranks share the leaf: C = sum_p A(:, chunk p) B(chunk p, my columns). A's chunks go
+    // around the ring (each rank passes on the chunk it holds, receiving the next), and the
+    // product with the chunk in hand runs while the next one arrives (double-buffered, MPI
+    // progressed between column pieces of the product: gemm_with_progress). The same words as an
+    // allgather of A, hidden behind the multiply.
+    const int P = st.P, me = st.rank, right = (me + 1) % P, left = (me + P - 1) % P;
+    index_t wmax = 0;
+    for (int p = 0; p < P; ++p) wmax = std::max(wmax, chunk_width(lk, p, P));
+    std::array<AlignedPtr<T>, 2> ring{buffer<T>(lm * wmax), buffer<T>(lm * wmax)};
+    HeldOutput<T> held(e, c, lm, wn, std::max<index_t>(lm, 1));
+    const T* cur = a;
+    for (int s = 0; s < P; ++s) {
+      const int have = (me + s) % P, next = (me + s + 1) % P;
+      T* into = ring[s % 2].get();
+      Requests rq;
+      if (s + 1 < P) {
+        timed(tail_phase(0), [&] {
+          leaf_comm_.irecv(into, lm * chunk_width(lk, next, P), right, 23, rq);
+          leaf_comm_.isend(cur, lm * chunk_width(lk, have, P), left, 23, rq);
+        });
+      }
+      timed(tail_phase(1), [&] {
+        gemm_with_progress<T>(e, lm, wn, chunk_width(lk, have, P), T(1), cur, std::max<index_t>(lm, 1),
+                              b + chunk_begin(lk, have, P), std::max<index_t>(lk, 1), s == 0 ? T(0) : T(1), c,
+                              std::max<index_t>(lm, 1), &rq);
+      });
+      timed(tail_phase(0), [&] { rq.wait_all(); });
+      cur = into;
     }
-    comm_counters().words_sent += lm * lk - counts[st.rank];  // receiver-charged, as a broadcast
-    comm_counters().messages_sent += st.P - 1;
-    timed(tail_phase(0), [&] {
-      MPI_Allgatherv(a, counts[st.rank], mpi_type<T>(), full.get(), counts.data(), displs.data(),
-                     mpi_type<T>(), leaf_comm_.get());
-    });
-    timed(tail_phase(1), [&] {
-      e.gemm(Op::N, Op::N, lm, wn, lk, T(1), full.get(), std::max<index_t>(lm, 1), b,
-             std::max<index_t>(lk, 1), T(0), c, std::max<index_t>(lm, 1));
-    });
   }
 
-  // Words this rank sends in the subtree (times `mult` for DFS repetitions), mirroring run().
-  void words(const Stage& st, int depth, double mult, double& w, double& msgs) const {
+  // What this rank does in the subtree (times `mult` for DFS repetitions), mirroring run():
+  // words sent, messages, the leaves' multiply flops, and elements streamed by the additions and
+  // the exchanges' local copies.
+  struct Counts {
+    double words = 0, msgs = 0, flops = 0, local = 0;
+  };
+  void counts(const Stage& st, int depth, double mult, Counts& n) const {
+    const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4, qc = double(st.c_len()) / 4;
     if (st.steps == 0) {
-      if (st.P > 1) {
-        w += mult * double(st.lm()) * (st.lk() - chunk_width(st.lk(), st.rank, st.P));
-        msgs += mult * (st.P - 1);
+      n.flops += mult * 2.0 * double(st.lm()) * double(chunk_width(st.ln(), st.rank, st.P)) * double(st.lk());
+      if (st.P > 1) {  // the ring passes on every chunk but the left neighbour's
+        n.words += mult * double(st.lm()) * (st.lk() - chunk_width(st.lk(), (st.rank + st.P - 1) % st.P, st.P));
+        n.msgs += mult * (st.P - 1);
       }
       return;
     }
     if (steps_[depth] == CapsStep::dfs) {
-      words(st.child_dfs(), depth + 1, 7 * mult, w, msgs);
+      // C zeroed; per product: its sums read the quadrants they use and write one; its product
+      // is read once and every quadrant it feeds is read and written.
+      double local = 4 * qc;
+      for (int j = 0; j < 7; ++j) {
+        int ua = 0, ub = 0, uc = 0;
+        for (int q = 0; q < 4; ++q) ua += f_.a[j][q] != 0, ub += f_.b[j][q] != 0, uc += f_.c[j][q] != 0;
+        local += (ua + 1) * qa + (ub + 1) * qb + (1 + 2 * uc) * qc;
+      }
+      n.local += mult * local;
+      counts(st.child_dfs(), depth + 1, 7 * mult, n);
       return;
     }
     const Stage ch = st.child_bfs();
-    const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4;
-    w += mult * 6 * (qa + qb), msgs += mult * 12;
+    n.words += mult * 6 * (qa + qb), n.msgs += mult * 12;
     // Reverse: this rank's group product, split into 7 column pieces; six leave.
     const int r = st.rank / 7, g = st.rank % 7;
     double mine = double(ch.leaves()) * st.lm() * chunk_width(st.ln(), 7 * r + g, st.P);
-    w += mult * (double(ch.c_len()) - mine), msgs += mult * 6;
-    words(ch, depth + 1, mult, w, msgs);
+    n.words += mult * (double(ch.c_len()) - mine), n.msgs += mult * 6;
+    // Sums 4 in, 7 out (A and B); the own pieces copied in and out; combining 7 in, 4 out.
+    n.local += mult * (11 * (qa + qb) + 2 * (qa + qb) + 2 * qc + 11 * qc);
+    counts(ch, depth + 1, mult, n);
   }
 
   GemmShape s_;
@@ -468,9 +533,9 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
                      ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
                      " ranks, or --algo summa");
   }
-  CapsSteps steps;
+  std::vector<CapsSteps> sequences;
   if (o.caps_steps) {
-    steps = *o.caps_steps;
+    const CapsSteps& steps = *o.caps_steps;
     int b = 0;
     for (CapsStep c : steps) b += c == CapsStep::bfs;
     const std::string text = to_string(steps);
@@ -479,17 +544,54 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
                        std::to_string(P) + " ranks = " + std::to_string(m) + " * 7^" +
                        std::to_string(k7) + " need exactly " + std::to_string(k7));
     if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
+    sequences.push_back(steps);
   } else {
     // As in CAPS: all k BFS steps if memory allows, else DFS steps first (each cuts the
-    // subproblem 4x before the memory-hungry BFS steps) until the estimate fits.
+    // subproblem 4x before the memory-hungry BFS steps) until the estimate fits; then up to two
+    // more DFS steps as candidates (each saves 1/8 of the multiplications and costs additions
+    // and leaf messages), of which the cost model picks.
     std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world));
-    for (int d = 0; d <= 8; ++d) {
-      steps.assign(d, CapsStep::dfs);
-      steps.insert(steps.end(), k7, CapsStep::bfs);
-      if (!engine || caps_peak_words(s, P, steps, *engine, dt) * double(size_of(dt)) <= double(limit)) break;
-    }
+    int d = 0;
+    auto with_dfs = [&](int dfs) {
+      CapsSteps st(dfs, CapsStep::dfs);
+      st.insert(st.end(), k7, CapsStep::bfs);
+      return st;
+    };
+    for (; d < 8; ++d)
+      if (!engine || caps_peak_words(s, P, with_dfs(d), *engine, dt) * double(size_of(dt)) <= double(limit)) break;
+    const index_t smallest = std::min({s.m, s.n, s.k});
+    for (int extra = 0; extra <= 2; ++extra)
+      if (extra == 0 || (smallest >> (d + extra + k7)) >= 64)  // leaves of at least 64
+        sequences.push_back(with_dfs(d + extra));
   }
-  return std::make_unique<Caps>(world, s, m, k7, std::move(steps), *o.formula);
+  std::vector<const BilinearFormula*> formulas;
+  if (o.formula) formulas.push_back(o.formula);
+  else formulas = {&kStrassenFormula, &kWinogradFormula};
+  if (sequences.size() == 1 && formulas.size() == 1)
+    return std::make_unique<Caps>(world, s, m, k7, sequences[0], *formulas[0]);
+
+  // The candidates' predicted times (cost_model.hpp) from their exact counts.
+  const MachineModel mm = machine_model(world);
+  const double elem = double(size_of(dt));
+  std::vector<std::unique_ptr<Caps>> cands;
+  std::vector<double> t, words;
+  for (const CapsSteps& seq : sequences)
+    for (const BilinearFormula* f : formulas) {
+      cands.push_back(std::make_unique<Caps>(world, s, m, k7, seq, *f));
+      const CommEstimate e = cands.back()->analytic();
+      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem));
+      words.push_back(e.words_max);
+    }
+  const std::size_t best = words_first_choice(t, words);
+  std::string why = "caps steps and formula by the cost model (of those that fit in memory):";
+  char buf[128];
+  for (std::size_t c = 0; c < cands.size(); ++c) {
+    std::snprintf(buf, sizeof buf, " %s%s %.3g s%s", c == best ? "*" : "", cands[c]->layout_key().c_str(), t[c],
+                  c + 1 < cands.size() ? "," : "");
+    why += buf;
+  }
+  cands[best]->set_selection(why);
+  return std::move(cands[best]);
 }
 
 }  // namespace distmm

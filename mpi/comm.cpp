@@ -14,6 +14,13 @@ int mpi_count(index_t n) {
   return static_cast<int>(n);
 }
 
+MPI_Datatype Comm::strided_type(MPI_Datatype base, index_t blocks, index_t run, index_t stride) {
+  MPI_Datatype t;
+  MPI_Type_vector(mpi_count(blocks), mpi_count(run), mpi_count(stride), base, &t);
+  MPI_Type_commit(&t);
+  return t;
+}
+
 Comm Comm::split(int color, int key) const {
   MPI_Comm out;
   MPI_Comm_split(c_, color < 0 ? MPI_UNDEFINED : color, key, &out);

@@ -1,8 +1,10 @@
 // The machine model that predicts an algorithm's time from its counts (the busiest rank's):
-//   t = flops / F + bytes / beta + messages * alpha
-// (the alpha-beta-gamma model of Thakur, Rabenseifner & Gropp 2005, with F the rank's GEMM rate).
-// `distmm calibrate` measures F, beta and alpha on the ranks it runs on and saves them; without
-// a saved file the defaults below stand (a core of a 2020s server node, an MPI network link).
+//   t = flops / F + bytes / beta + messages * alpha + local bytes / mu
+// (the alpha-beta-gamma model of Thakur, Rabenseifner & Gropp 2005, with F the rank's GEMM rate,
+// plus the memory-bound passes around the products -- Strassen-like additions, layout copies --
+// at mu, a rank's share of the memory bandwidth while every rank streams at once).
+// `distmm calibrate` measures F, beta, alpha and mu on the ranks it runs on and saves them;
+// without a saved file the defaults below stand (a core of a 2020s server node, an MPI link).
 #pragma once
 #include <string>
 #include <vector>
@@ -15,9 +17,11 @@ struct MachineModel {
   double flops_per_s = 2e10;  // one rank's GEMM rate (F)
   double bytes_per_s = 2e9;   // one rank's point-to-point bandwidth (beta)
   double latency_s = 5e-6;    // per message (alpha)
+  double memory_bytes_per_s = 5e9;  // one rank's streaming rate, all ranks at once (mu)
   std::string source = "defaults (no distmm calibrate file)";
-  double seconds(double flops, double bytes, double messages) const {
-    return flops / flops_per_s + bytes / bytes_per_s + messages * latency_s;
+  bool measured = false;  // read from a distmm calibrate file
+  double seconds(double flops, double bytes, double messages, double local_bytes = 0) const {
+    return flops / flops_per_s + bytes / bytes_per_s + messages * latency_s + local_bytes / memory_bytes_per_s;
   }
 };
 

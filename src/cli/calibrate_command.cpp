@@ -3,7 +3,9 @@
 //   F     a rank's GEMM rate (f64, its thread budget, 2048^3, best of three);
 //   beta  point-to-point bandwidth, ranks paired (0-1, 2-3, ...) exchanging 16 MiB (one rank:
 //         a memory copy of that size), median over the pairs;
-//   alpha half the round trip of an 8-byte message (one rank: 1 us).
+//   alpha half the round trip of an 8-byte message (one rank: 1 us);
+//   mu    a rank's streaming rate through memory, every rank at once (a fused 4-in, 7-out pass,
+//         the shape of a Strassen step's sums, over 64 MiB of inputs; best of three);
 // and saves them where --algo auto reads them.
 #include <mpi.h>
 #include <omp.h>
@@ -17,6 +19,7 @@
 #include "../../mpi/cost_model.hpp"
 #include "../../mpi/run.hpp"
 #include "../../node/blas.hpp"
+#include "../../node/fused.hpp"
 #include "../core/matrix.hpp"
 #include "../core/timer.hpp"
 #include "commands.hpp"
@@ -75,13 +78,34 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
     for (int r = 0; r < 5; ++r) std::memcpy(rbuf.data(), sbuf.data(), bytes);
     bw = 5.0 * double(bytes) / sw.seconds();
   }
-  std::vector<double> bws(P), lats(P);
+  // mu: the memory-bound passes of the Strassen-like algorithms, all ranks at once.
+  double mu = 0;
+  {
+    const index_t len = index_t(2) << 20;  // 4 inputs of 16 MiB, 7 outputs
+    std::vector<double> x(4 * len, 1.0), y(7 * len, 0.0);
+    std::array<const double*, 4> in;
+    std::array<double*, 7> out;
+    std::array<std::array<double, 4>, 7> coef{};
+    for (int q = 0; q < 4; ++q) in[q] = x.data() + q * len;
+    for (int j = 0; j < 7; ++j) out[j] = y.data() + j * len, coef[j][j % 4] = 1, coef[j][(j + 1) % 4] = -1;
+    double best_pass = 1e30;
+    for (int t = 0; t < 3; ++t) {
+      world.barrier();
+      Stopwatch sw;
+      fused_combine_flat<double, 4, 7>(len, in, out, false, coef);
+      best_pass = std::min(best_pass, sw.seconds());
+    }
+    mu = 11.0 * double(len) * sizeof(double) / best_pass;
+  }
+  std::vector<double> bws(P), lats(P), mus(P);
+  MPI_Allgather(&mu, 1, MPI_DOUBLE, mus.data(), 1, MPI_DOUBLE, world.get());
   MPI_Allgather(&bw, 1, MPI_DOUBLE, bws.data(), 1, MPI_DOUBLE, world.get());
   MPI_Allgather(&lat, 1, MPI_DOUBLE, lats.data(), 1, MPI_DOUBLE, world.get());
   MachineModel m;
   m.flops_per_s = median(rates);
   m.bytes_per_s = median(bws);
   m.latency_s = median(lats);
+  m.memory_bytes_per_s = median(mus);
   const std::string path = o.file.empty() ? machine_model_path() : o.file;
   std::string error;
   if (rank == 0) {
@@ -98,6 +122,7 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
        << "  bandwidth per rank   " << m.bytes_per_s / 1e9 << " GB/s ("
        << (P > 1 ? "16 MiB point-to-point" : "memory copy, one rank") << ")\n"
        << "  latency              " << m.latency_s * 1e6 << " us" << (P > 1 ? "" : " (one rank: assumed)")
+       << "\n  memory stream rate   " << m.memory_bytes_per_s / 1e9 << " GB/s per rank (fused 4-in, 7-out pass, all ranks)"
        << "\n  saved to             " << path << " (read by --algo auto and distmm plan)\n";
   return 0;
 }

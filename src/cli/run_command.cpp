@@ -121,8 +121,10 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "Process-grid rows for summa/scalapack (default: chosen from the shape)");
   run.add_option("--nb", s.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
   run.add_option("--caps-steps", o.caps_steps,
-                 "CAPS step sequence from the top, B = BFS, D = DFS, e.g. DBB (default: by memory)");
-  run.add_option("--formula", o.formula, "CAPS formula: strassen|winograd")->capture_default_str();
+                 "CAPS step sequence from the top, B = BFS, D = DFS, e.g. DBB, or auto (default: the "
+                 "fastest by the cost model of those that fit in memory)");
+  run.add_option("--formula", o.formula, "CAPS formula: strassen|winograd|auto (by the cost model)")
+      ->capture_default_str();
   run.add_option("--levels", o.levels, "Recursion levels of Strassen-like engines, or auto")
       ->capture_default_str();
   run.add_option("--cutoff", s.engine_opts.cutoff, "Smallest dimension that still recurses")
@@ -241,14 +243,17 @@ RunSpec to_spec(const RunCommandOptions& o) {
     throw UsageError("--levels '" + o.levels + "' is not a level count: use 0 to 10, or auto");
   s.engine_opts.levels = o.levels == "auto" ? -1 : std::stoi(o.levels);
   if (!o.mem_limit.empty()) s.mem_limit = parse_bytes(o.mem_limit, "--mem-limit");
-  if (!o.caps_steps.empty()) {
+  if (!o.caps_steps.empty() && o.caps_steps != "auto") {
     s.algo_opts.caps_steps = parse_caps_steps(o.caps_steps);
     if (!s.algo_opts.caps_steps)
       throw UsageError("--caps-steps '" + o.caps_steps + "' may hold only B (BFS) and D (DFS) steps");
   }
   if (o.formula == "strassen") s.algo_opts.formula = &kStrassenFormula;
   else if (o.formula == "winograd") s.algo_opts.formula = &kWinogradFormula;
-  else throw UsageError("unknown --formula '" + o.formula + "': use strassen or winograd");
+  else if (o.formula == "auto") s.algo_opts.formula = nullptr;
+  else throw UsageError("unknown --formula '" + o.formula + "': use strassen, winograd or auto");
+  if (o.caps_steps == "auto") s.algo_opts.caps_steps.reset();
+  s.algo_opts.strassen_like_ok = true;  // the report and the tolerance say what ran
   s.alpha = parse_scalar(o.alpha, "--alpha");
   s.beta = parse_scalar(o.beta, "--beta");
   s.transa = parse_op_option(o.transa, "--transa");

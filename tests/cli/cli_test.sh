@@ -88,6 +88,12 @@ for spec in "4 summa" "4 cannon" "4 scalapack" "8 dns" "7 caps" "1 auto"; do
     else bad "mpirun -n $1 $2 $dt: $(cat "$tmp/out")"; fi
   done
 done
+# CAPS's steps and formula chosen by the cost model (--caps-steps auto, no --formula), verified.
+if "$mpiexec" -n 7 --oversubscribe "$bin" run --size 300 --algo caps --caps-steps auto --threads 1 \
+     >"$tmp/out" 2>&1 && grep -q "caps steps and formula by the cost model" "$tmp/out" &&
+   grep -q "freivalds: PASSED" "$tmp/out"; then
+  ok "caps --caps-steps auto"
+else bad "caps --caps-steps auto: $(cat "$tmp/out")"; fi
 for spec in "strassen --levels 1 --cutoff 16" "strassen-lowmem --levels 1 --cutoff 16" \
             "winograd --levels 2 --cutoff 16" "mmra-tradeoff --block 16"; do
   engine=${spec%% *}

@@ -3,6 +3,12 @@
 // and measured words against the analytic count.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "mpi/cost_model.hpp"
 #include "mpi_test_util.hpp"
 
 using namespace distmm;
@@ -61,6 +67,49 @@ TEST(Caps, AutomaticStepsAndStrassenEngineAtTheLeaves) {
   EXPECT_EQ(r.max_err, 0.0);
   auto z = multiply_and_compare<std::complex<float>>("caps", "strassen-lowmem", 43, 31, 37, {2, -1}, 1.0, {}, eo);
   EXPECT_EQ(z.max_err, 0.0);
+}
+
+// --algo auto weighs CAPS on m 7^k ranks only for callers that accept Strassen-like error growth
+// and only under a measured machine model; then the model decides: slow multiplies and fast
+// memory choose CAPS, fast multiplies and slow memory a classical algorithm. (Plans only: the
+// algorithms are built, nothing is multiplied.)
+TEST(Caps, AutoWeighsCapsUnderAMeasuredModelOnly) {
+  Comm world = Comm::world();
+  const int P = world.size();
+  if (bfs_steps_for(P) < 1) GTEST_SKIP() << "no 7-factor in " << P << " ranks";
+  long long id = world.rank() == 0 ? static_cast<long long>(::getpid()) : 0;
+  MPI_Bcast(&id, 1, MPI_LONG_LONG, 0, world.get());
+  const std::string path = "/tmp/distmm-caps-model-" + std::to_string(id) + ".json";
+  const GemmShape shape{2048, 2048, 2048};
+  auto choose = [&](bool measured, double F, double mu, bool strassen_ok) {
+    if (world.rank() == 0) {
+      std::remove(path.c_str());
+      if (measured) {
+        MachineModel m;
+        m.flops_per_s = F, m.bytes_per_s = 1e12, m.latency_s = 1e-9, m.memory_bytes_per_s = mu;
+        save_machine_model(m, path);
+      }
+    }
+    world.barrier();
+    ::setenv("DISTMM_MACHINE_FILE", path.c_str(), 1);
+    AlgoOptions o;
+    o.strassen_like_ok = strassen_ok;
+    auto a = make_algorithm(Algorithm::automatic, world, shape, o);
+    ::unsetenv("DISTMM_MACHINE_FILE");
+    return std::make_pair(a->name(), a->selection());
+  };
+  auto [slow_flops, why1] = choose(true, 1e8, 1e13, true);
+  EXPECT_EQ(slow_flops, "caps") << why1;
+  EXPECT_NE(why1.find("caps steps and formula by the cost model"), std::string::npos) << why1;
+  auto [slow_memory, why2] = choose(true, 1e13, 1e6, true);
+  EXPECT_NE(slow_memory, "caps") << why2;
+  EXPECT_NE(why2.find("caps "), std::string::npos) << "caps was weighed: " << why2;
+  auto [not_asked, why3] = choose(true, 1e8, 1e13, false);
+  EXPECT_NE(not_asked, "caps") << why3;
+  auto [defaults, why4] = choose(false, 0, 0, true);
+  EXPECT_NE(defaults, "caps") << why4;
+  EXPECT_NE(why4.find("caps not considered without a measured model"), std::string::npos) << why4;
+  if (world.rank() == 0) std::remove(path.c_str());
 }
 
 TEST(Caps, WrongRankCountNamesTheValidOnes) {
