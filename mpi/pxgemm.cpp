@@ -569,6 +569,7 @@ std::vector<BcPanel> k_panels(const LogicalDim& ak, const LogicalDim& bk, index_
 }
 
 struct Phases {  // seconds on one rank (reported: the maximum over the grid's ranks)
+  double setup = 0;  // the grid's communicators (first call on a grid), the plan
   double a = 0, b = 0, c_in = 0, multiply = 0, wait = 0, c_out = 0;
 };
 double since(std::chrono::steady_clock::time_point t) {
@@ -653,17 +654,17 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
                    bool verbose, const Comm& comm, bool root) {
   const Settings& st = settings();
   if (st.stats.empty() && !verbose) return;
-  double v[7] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec}, mx[7];
-  MPI_Reduce(v, mx, 7, MPI_DOUBLE, MPI_MAX, 0, comm.get());
+  double v[8] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup}, mx[8];
+  MPI_Reduce(v, mx, 8, MPI_DOUBLE, MPI_MAX, 0, comm.get());
   if (!root) return;
   if (verbose)
-    std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = redistribute A %.3f, B %.3f, "
-                 "C in %.3f, multiply %.3f (waiting for panels %.3f), redistribute C out %.3f "
-                 "(max over ranks)\n", name, m, n, k, path.c_str(), algo.c_str(), mx[6], mx[0],
-                 mx[1], mx[2], mx[3], mx[4], mx[5]);
+    std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = setup %.3f, redistribute "
+                 "A %.3f, B %.3f, C in %.3f, multiply %.3f (waiting for panels %.3f), "
+                 "redistribute C out %.3f (max over ranks)\n", name, m, n, k, path.c_str(),
+                 algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[3], mx[4], mx[5]);
   append_stats(lower, m, n, k, algo, sec, false,
                {{"path", path},
-                {"phases", {{"redistribute_a", mx[0]}, {"redistribute_b", mx[1]},
+                {"phases", {{"setup", mx[7]}, {"redistribute_a", mx[0]}, {"redistribute_b", mx[1]},
                             {"redistribute_c_in", mx[2]}, {"multiply", mx[3]},
                             {"multiply_waiting", mx[4]}, {"redistribute_c_out", mx[5]},
                             {"seconds_max", mx[6]}}}});
@@ -790,6 +791,7 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
                        Names<T>::name, m, n, k, algo.c_str(), g.nprow, g.npcol, panels.size(),
                        engine().name().c_str(), comm.size());
         const auto t1 = std::chrono::steady_clock::now();
+        ph.setup = std::chrono::duration<double>(t1 - t0).count();
         block_cyclic_summa<T>(engine(), a, A, Ad[LLD_], sa, B, Bd[LLD_], sb, b,
                               C + sr.first + sc.first * index_t(Cd[LLD_]), Cd[LLD_], panels, gc,
                               g, ph.wait);
@@ -806,6 +808,7 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
                    "engine %s, %d ranks\n", Names<T>::name, m, n, k, plan.algo->name().c_str(),
                    plan.algo->layout().c_str(), engine().name().c_str(), comm.size());
     auto t1 = std::chrono::steady_clock::now();
+    ph.setup = std::chrono::duration<double>(t1 - t0).count();
     auto Al = to_layout<T>(A, Ad[LLD_], !nota, ta == 'C', ar, ac, plan.a, me, g, comm);
     ph.a = since(t1), t1 = std::chrono::steady_clock::now();
     auto Bl = to_layout<T>(B, Bd[LLD_], !notb, tb == 'C', br, bc, plan.b, me, g, comm);

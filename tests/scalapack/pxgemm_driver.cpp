@@ -4,7 +4,8 @@
 // plain (ScaLAPACK answers) and with LD_PRELOAD=libdistmm_scalapack.so (distmm answers), or
 // linked with distmm::scalapack.
 //   pxgemm_driver                     all cases that fit the rank count; exit 1 on any failure
-//   pxgemm_driver bench M N K NB PR PC REPS   time pdgemm_ (f64, alpha 1, beta 0)
+//   pxgemm_driver bench M N K NB PR PC REPS [WARMUP]   time pdgemm_ (f64, alpha 1, beta 0):
+//                                     WARMUP untimed calls (default 1), then REPS timed ones
 #include <mpi.h>
 
 #include <cmath>
@@ -244,6 +245,7 @@ int bench(int argc, char** argv) {
   if (argc < 9) return 2;
   int m = std::atoi(argv[2]), n = std::atoi(argv[3]), k = std::atoi(argv[4]), nb = std::atoi(argv[5]);
   int pr = std::atoi(argv[6]), pc = std::atoi(argv[7]), reps = std::atoi(argv[8]);
+  const int warmup = argc > 9 ? std::atoi(argv[9]) : 1;
   int me, np, ctxt, nprow, npcol, myrow, mycol;
   Cblacs_pinfo(&me, &np);
   Cblacs_get(-1, 0, &ctxt);
@@ -259,16 +261,16 @@ int bench(int argc, char** argv) {
     for (std::size_t i = 0; i < B.size(); ++i) B[i] = double(i % 5) / 5.0;
     const double one = 1, zero = 0;
     const int i1 = 1;
-    for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
+    for (int r = 0; r < warmup + reps; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t = MPI_Wtime();
       pdgemm_("N", "N", &m, &n, &k, &one, A.data(), &i1, &i1, la.desc, B.data(), &i1, &i1,
               lb.desc, &zero, C.data(), &i1, &i1, lc.desc, 1, 1);
       MPI_Barrier(MPI_COMM_WORLD);
       t = MPI_Wtime() - t;
-      if (me == 0 && r > 0)
-        std::printf("pdgemm %d x %d x %d nb %d grid %dx%d: %.6f s, %.1f GFLOP/s\n", m, n, k, nb,
-                    pr, pc, t, 2.0 * m * n * double(k) / t / 1e9);
+      if (me == 0 && r >= warmup)
+        std::printf("pdgemm %d x %d x %d nb %d grid %dx%d call %d: %.6f s, %.1f GFLOP/s\n", m, n,
+                    k, nb, pr, pc, r + 1, t, 2.0 * m * n * double(k) / t / 1e9);
     }
     Cblacs_gridexit(ctxt);
   }
