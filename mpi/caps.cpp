@@ -35,21 +35,39 @@ namespace {
 index_t chunk_begin(index_t b, int c, int P) { return b * c / P; }
 index_t chunk_width(index_t b, int c, int P) { return chunk_begin(b, c + 1, P) - chunk_begin(b, c, P); }
 
-// Dimensions of the problem at one stage of the recursion, and this rank's chunk widths.
+// Dimensions of the problem at one stage of the recursion, and this rank's part of the leaf
+// blocks: rank q of the stage's P = mr x Qc ranks holds row part qr = q mod mr (of mr) and column
+// chunk qc = q div mr (of Qc) of every leaf block. The m ranks that finish a leaf form an
+// mr x mc grid (leaf_grid), so its product is a 2-D SUMMA; above it the column chunks carry the
+// BFS steps as before (rows never move).
 struct Stage {
   index_t m, n, k;  // (padded) sizes of this subproblem
   int steps;        // steps left
   int P, rank;      // communicator size and this rank's position in it
+  int mr;           // row parts of every leaf block (the leaf grid's rows)
   index_t leaves() const { return index_t(1) << (2 * steps); }
   index_t lm() const { return m >> steps; }  // leaf block sizes
   index_t ln() const { return n >> steps; }
   index_t lk() const { return k >> steps; }
-  index_t a_len() const { return leaves() * lm() * chunk_width(lk(), rank, P); }
-  index_t b_len() const { return leaves() * lk() * chunk_width(ln(), rank, P); }
-  index_t c_len() const { return leaves() * lm() * chunk_width(ln(), rank, P); }
-  Stage child_dfs() const { return {m / 2, n / 2, k / 2, steps - 1, P, rank}; }
-  Stage child_bfs() const { return {m / 2, n / 2, k / 2, steps - 1, P / 7, rank / 7}; }
+  int qr() const { return rank % mr; }
+  int qc() const { return rank / mr; }
+  int Qc() const { return P / mr; }
+  index_t rows_of(index_t leaf_rows) const { return chunk_width(leaf_rows, qr(), mr); }
+  index_t cols_of(index_t leaf_cols) const { return chunk_width(leaf_cols, qc(), Qc()); }
+  index_t a_len() const { return leaves() * rows_of(lm()) * cols_of(lk()); }
+  index_t b_len() const { return leaves() * rows_of(lk()) * cols_of(ln()); }
+  index_t c_len() const { return leaves() * rows_of(lm()) * cols_of(ln()); }
+  Stage child_dfs() const { return {m / 2, n / 2, k / 2, steps - 1, P, rank, mr}; }
+  // Group qc mod 7 takes the subproblem; this rank's column chunk there is qc div 7.
+  Stage child_bfs() const { return {m / 2, n / 2, k / 2, steps - 1, P / 7, qc() / 7 * mr + qr(), mr}; }
 };
+
+// The grid of the m <= 6 ranks that share a leaf: as square as m allows.
+std::pair<int, int> leaf_grid(int m) {
+  if (m == 4) return {2, 2};
+  if (m == 6) return {2, 3};
+  return {1, m};
+}
 
 class Caps final : public AlgorithmBase<Caps> {
  public:
@@ -57,25 +75,25 @@ class Caps final : public AlgorithmBase<Caps> {
       : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
-    top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank()};
-    pa_ = piece(s.m, s.k, top_.lk());
-    pb_ = piece(s.k, s.n, top_.ln());
-    pc_ = piece(s.m, s.n, top_.ln());
-    // Communicators of every BFS level, made once (collective, so every rank builds the same).
-    Stage st = top_;
+    const int mr = leaf_grid(mfac).first;
+    top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
+    pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
+    pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
+    pc_ = piece(s.m, s.n, top_.lm(), top_.ln());
+    // Communicators of every BFS level, made once (collective, so every rank builds the same):
+    // the 7 peers share a row part and a position r = qc div 7; group g = qc mod 7.
     const Comm* cur = &world_;
     for (CapsStep c : steps_) {
-      if (c == CapsStep::bfs) {
-        int q = cur->rank();
-        peers_.push_back(cur->split(q / 7, q % 7));
-        groups_.push_back(cur->split(q % 7, q / 7));
-        cur = &groups_.back();
-        st = st.child_bfs();
-      } else {
-        st = st.child_dfs();
-      }
+      if (c != CapsStep::bfs) continue;
+      const int q = cur->rank(), qr = q % mr, qc = q / mr;
+      peers_.push_back(cur->split(qc / 7 * mr + qr, qc % 7));
+      groups_.push_back(cur->split(qc % 7, qc / 7 * mr + qr));
+      cur = &groups_.back();
     }
-    leaf_comm_ = cur->dup();
+    // The leaf grid's rows (same row part) and columns (same column chunk).
+    const int lq = cur->rank();
+    leaf_rows_ = cur->split(lq % mr, lq / mr);
+    leaf_cols_ = cur->split(lq / mr, lq % mr);
   }
 
   std::string name() const override { return "caps"; }
@@ -88,7 +106,7 @@ class Caps final : public AlgorithmBase<Caps> {
       const std::string l = "level " + std::to_string(d) + " (" + (steps_[d] == CapsStep::bfs ? "BFS" : "DFS") + ") ";
       for (const char* what : {"forming S, T", "exchange in", "exchange out", "combining C"}) v.push_back(l + what);
     }
-    v.insert(v.end(), {"leaf: passing A around (not hidden)", "leaf: local multiply", "pack/unpack (padding, Z order)"});
+    v.insert(v.end(), {"leaf: panel broadcasts (not hidden)", "leaf: local multiply", "pack/unpack (padding, Z order)"});
     return v;
   }
   std::size_t level_phase(int depth, Phase p) const { return std::size_t(depth) * kPerLevel + p; }
@@ -139,18 +157,20 @@ class Caps final : public AlgorithmBase<Caps> {
   }
 
  private:
-  // All rows; for each leaf-block column, this rank's chunk of its columns (clipped to cols).
-  Piece piece(index_t rows, index_t cols, index_t leaf_cols) const {
+  // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
+  // (both clipped to the matrix: the rest is padding).
+  Piece piece(index_t rows, index_t cols, index_t leaf_rows, index_t leaf_cols) const {
     Piece p;
     const int S = top_.steps;
-    const index_t c0 = chunk_begin(leaf_cols, top_.rank, top_.P);
-    const index_t w = chunk_width(leaf_cols, top_.rank, top_.P);
+    const index_t r0 = chunk_begin(leaf_rows, top_.qr(), top_.mr), h = top_.rows_of(leaf_rows);
+    const index_t c0 = chunk_begin(leaf_cols, top_.qc(), top_.Qc()), w = top_.cols_of(leaf_cols);
     for (index_t L = 0; L < (index_t(1) << S); ++L) {
-      index_t g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
+      index_t g0 = L * leaf_rows + r0, g1 = std::min(g0 + h, rows);
+      if (g1 > g0) p.row_runs.push_back({g0, g1 - g0});
+      g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
       if (g1 > g0) p.col_runs.push_back({g0, g1 - g0});
     }
-    if (p.col_runs.empty() || rows == 0) return Piece();
-    p.row_runs.push_back({0, rows});
+    if (p.col_runs.empty() || p.row_runs.empty()) return Piece();
     return p;
   }
 
@@ -161,22 +181,46 @@ class Caps final : public AlgorithmBase<Caps> {
     return z;
   }
 
-  // Between the user's piece (rows x runs) and the Z-ordered, zero-padded leaf chunks: one
-  // threaded pass that writes every element of the buffer once (copied, or zero in the padding).
+  // This rank's part of the padded layout against the user's piece: per block row bi, the
+  // row part's height h, first global row, and first row in the piece; per column of the layout
+  // (block column bj, chunk column j, in that order), its column in the piece, or -1 (padding).
+  struct PartMap {
+    index_t h, w, nb;
+    std::vector<index_t> global_row, local_row, local_col;
+  };
+  PartMap part_map(index_t rows, index_t cols, index_t lr, index_t lc) const {
+    PartMap m;
+    m.nb = index_t(1) << top_.steps;
+    m.h = top_.rows_of(lr), m.w = top_.cols_of(lc);
+    const index_t r0 = chunk_begin(lr, top_.qr(), top_.mr), c0 = chunk_begin(lc, top_.qc(), top_.Qc());
+    index_t local = 0;
+    for (index_t bi = 0; bi < m.nb; ++bi) {
+      m.global_row.push_back(bi * lr + r0);
+      m.local_row.push_back(local);
+      local += std::clamp<index_t>(rows - (bi * lr + r0), 0, m.h);
+    }
+    m.local_col.assign(static_cast<std::size_t>(m.nb * m.w), -1);
+    local = 0;
+    for (index_t bj = 0; bj < m.nb; ++bj)
+      for (index_t j = 0; j < m.w; ++j)
+        if (bj * lc + c0 + j < cols) m.local_col[bj * m.w + j] = local++;
+    return m;
+  }
+  // Between the user's piece and the Z-ordered, zero-padded leaf parts: one threaded pass that
+  // writes every element of the buffer once (copied, or zero in the padding).
   template <class T>
   void pack(MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out) const {
     const int S = top_.steps;
-    const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
-    const index_t blk = lr * w, nb = index_t(1) << S;
-    const std::vector<index_t> local = local_columns(cols, lc, w, c0);
-#pragma omp parallel for schedule(static) if (blk * nb * nb > (1 << 16))
-    for (index_t col = 0; col < nb * w; ++col) {
-      const index_t bj = col / w, j = col % w, lcn = local[col];
-      for (index_t bi = 0; bi < nb; ++bi) {
-        T* dst = out + z_index(bi, bj, S) * blk + j * lr;
-        const index_t r0 = bi * lr, nr = lcn < 0 ? 0 : std::clamp<index_t>(rows - r0, 0, lr);
-        if (nr > 0) std::memcpy(dst, M.data + r0 + lcn * M.ld, sizeof(T) * nr);
-        std::fill(dst + nr, dst + lr, T(0));
+    const PartMap pm = part_map(rows, cols, lr, lc);
+    const index_t blk = pm.h * pm.w;
+#pragma omp parallel for schedule(static) if (blk * pm.nb * pm.nb > (1 << 16))
+    for (index_t col = 0; col < pm.nb * pm.w; ++col) {
+      const index_t bj = col / pm.w, j = col % pm.w, lcn = pm.local_col[col];
+      for (index_t bi = 0; bi < pm.nb; ++bi) {
+        T* dst = out + z_index(bi, bj, S) * blk + j * pm.h;
+        const index_t nr = lcn < 0 ? 0 : std::clamp<index_t>(rows - pm.global_row[bi], 0, pm.h);
+        if (nr > 0) std::memcpy(dst, M.data + pm.local_row[bi] + lcn * M.ld, sizeof(T) * nr);
+        std::fill(dst + nr, dst + pm.h, T(0));
       }
     }
   }
@@ -186,34 +230,22 @@ class Caps final : public AlgorithmBase<Caps> {
   void unpack(const T* in, index_t rows, index_t cols, index_t lr, index_t lc, T alpha, T beta,
               MatrixView<T> C) const {
     const int S = top_.steps;
-    const index_t w = chunk_width(lc, top_.rank, top_.P), c0 = chunk_begin(lc, top_.rank, top_.P);
-    const index_t blk = lr * w, nb = index_t(1) << S;
-    const std::vector<index_t> local = local_columns(cols, lc, w, c0);
-#pragma omp parallel for schedule(static) if (blk * nb * nb > (1 << 16))
-    for (index_t col = 0; col < nb * w; ++col) {
-      const index_t bj = col / w, j = col % w, lcn = local[col];
+    const PartMap pm = part_map(rows, cols, lr, lc);
+    const index_t blk = pm.h * pm.w;
+#pragma omp parallel for schedule(static) if (blk * pm.nb * pm.nb > (1 << 16))
+    for (index_t col = 0; col < pm.nb * pm.w; ++col) {
+      const index_t bj = col / pm.w, j = col % pm.w, lcn = pm.local_col[col];
       if (lcn < 0) continue;
-      for (index_t bi = 0; bi < nb; ++bi) {
-        const index_t r0 = bi * lr, nr = std::clamp<index_t>(rows - r0, 0, lr);
-        const T* src = in + z_index(bi, bj, S) * blk + j * lr;
-        T* dst = C.data + r0 + lcn * C.ld;
+      for (index_t bi = 0; bi < pm.nb; ++bi) {
+        const index_t nr = std::clamp<index_t>(rows - pm.global_row[bi], 0, pm.h);
+        const T* src = in + z_index(bi, bj, S) * blk + j * pm.h;
+        T* dst = C.data + pm.local_row[bi] + lcn * C.ld;
         if (beta == T(0))
           for (index_t i = 0; i < nr; ++i) dst[i] = alpha * src[i];
         else
           for (index_t i = 0; i < nr; ++i) dst[i] = alpha * src[i] + beta * dst[i];
       }
     }
-  }
-  // For each of this rank's columns of the padded layout (block column bj, chunk column j, in
-  // that order), its column in the user's piece, or -1 for a padding column.
-  std::vector<index_t> local_columns(index_t cols, index_t lc, index_t w, index_t c0) const {
-    const index_t nb = index_t(1) << top_.steps;
-    std::vector<index_t> v(static_cast<std::size_t>(nb * w), -1);
-    index_t local = 0;
-    for (index_t bj = 0; bj < nb; ++bj)
-      for (index_t j = 0; j < w; ++j)
-        if (bj * lc + c0 + j < cols) v[bj * w + j] = local++;
-    return v;
   }
 
   // Local sums of quadrants: out_j = sum_q coef[j][q] x_q for all seven products in one fused,
@@ -315,14 +347,15 @@ class Caps final : public AlgorithmBase<Caps> {
       form_sums(b, qb, f_.b, t.get());
     });
     const index_t L = ch.leaves();  // leaf blocks per quadrant
-    const int r = st.rank / 7, g = st.rank % 7;
-    // Peer p's chunk widths (of Pc) for A's and B's (and C's) leaf columns.
-    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.P); };
-    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.P); };
+    const int r = st.qc() / 7, g = st.qc() % 7;
+    // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns; the peers share
+    // this rank's row part.
+    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
+    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
     auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len());
     timed(level_phase(depth, kExchangeIn), [&] {
-      exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.lm(), wa, g);
-      exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.lk(), wb, g);
+      exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.rows_of(st.lm()), wa, g);
+      exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.rows_of(st.lk()), wb, g);
     });
     s.reset(), t.reset();  // the sums have left; free them before the subproblem
     auto sub_c = buffer<T>(ch.c_len());
@@ -330,7 +363,7 @@ class Caps final : public AlgorithmBase<Caps> {
     sub_a.reset(), sub_b.reset();
     auto mall = buffer<T>(7 * qc);
     timed(level_phase(depth, kExchangeOut),
-          [&] { exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.lm(), wb, g); });
+          [&] { exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.rows_of(st.lm()), wb, g); });
     timed(level_phase(depth, kCombine), [&] { combine<T>(mall.get(), qc, f_.c, c); });
   }
 
@@ -395,9 +428,34 @@ class Caps final : public AlgorithmBase<Caps> {
     for (index_t leaf = 0; leaf < L; ++leaf) std::copy(src + leaf * run, src + (leaf + 1) * run, dst + leaf * stride);
   }
 
+  // The leaf's k-panels: the union of A's column chunks (over the mc grid columns) and B's row
+  // parts (over the mr grid rows), each with the grid column that holds its A part and the grid
+  // row that holds its B part.
+  struct LeafPanel {
+    index_t k0, w;
+    int a_root, b_root;
+  };
+  static std::vector<LeafPanel> leaf_panels(index_t lk, int mr, int mc) {
+    std::vector<index_t> cuts;
+    for (int c = 0; c <= mc; ++c) cuts.push_back(chunk_begin(lk, c, mc));
+    for (int r = 0; r <= mr; ++r) cuts.push_back(chunk_begin(lk, r, mr));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<LeafPanel> v;
+    int c = 0, r = 0;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const index_t k0 = cuts[i];
+      while (chunk_begin(lk, c + 1, mc) <= k0) ++c;
+      while (chunk_begin(lk, r + 1, mr) <= k0) ++r;
+      v.push_back({k0, cuts[i + 1] - k0, c, r});
+    }
+    return v;
+  }
+
   template <class T>
   void leaf(Engine& e, const Stage& st, const T* a, const T* b, T* c) {
-    const index_t lm = st.lm(), lk = st.lk(), wn = chunk_width(st.ln(), st.rank, st.P);
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    const index_t h = st.rows_of(lm), wn = st.cols_of(ln);
     if (st.P == 1) {
       timed(tail_phase(1), [&] {
         e.gemm(Op::N, Op::N, lm, wn, lk, T(1), a, std::max<index_t>(lm, 1), b,
@@ -405,34 +463,46 @@ class Caps final : public AlgorithmBase<Caps> {
       });
       return;
     }
-    // m > 1 ranks share the leaf: C = sum_p A(:, chunk p) B(chunk p, my columns). A's chunks go
-    // around the ring (each rank passes on the chunk it holds, receiving the next), and the
-    // product with the chunk in hand runs while the next one arrives (double-buffered, MPI
-    // progressed between column pieces of the product: gemm_with_progress). The same words as an
-    // allgather of A, hidden behind the multiply.
-    const int P = st.P, me = st.rank, right = (me + 1) % P, left = (me + P - 1) % P;
+    // m > 1 ranks share the leaf as an mr x mc grid: SUMMA over the k-panels, A's panel
+    // broadcast along the grid row and B's along the grid column, the next panel's broadcasts
+    // in flight during this panel's product (double-buffered; MPI progressed between column
+    // pieces of the product: gemm_with_progress).
+    const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
+    const index_t hb = st.rows_of(lk);  // B's rows here (a part of k)
+    const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
     index_t wmax = 0;
-    for (int p = 0; p < P; ++p) wmax = std::max(wmax, chunk_width(lk, p, P));
-    std::array<AlignedPtr<T>, 2> ring{buffer<T>(lm * wmax), buffer<T>(lm * wmax)};
-    HeldOutput<T> held(e, c, lm, wn, std::max<index_t>(lm, 1));
-    const T* cur = a;
-    for (int s = 0; s < P; ++s) {
-      const int have = (me + s) % P, next = (me + s + 1) % P;
-      T* into = ring[s % 2].get();
-      Requests rq;
-      if (s + 1 < P) {
-        timed(tail_phase(0), [&] {
-          leaf_comm_.irecv(into, lm * chunk_width(lk, next, P), right, 23, rq);
-          leaf_comm_.isend(cur, lm * chunk_width(lk, have, P), left, 23, rq);
-        });
+    for (const LeafPanel& p : panels) wmax = std::max(wmax, p.w);
+    std::array<AlignedPtr<T>, 2> abuf{buffer<T>(h * wmax), buffer<T>(h * wmax)};
+    std::array<AlignedPtr<T>, 2> bbuf{buffer<T>(wmax * wn), buffer<T>(wmax * wn)};
+    std::array<Requests, 2> rq;
+    std::array<const T*, 2> ap{}, bp{};
+    auto post = [&](std::size_t t) {
+      const LeafPanel& p = panels[t];
+      const int slot = int(t % 2);
+      T* abuf_t = abuf[slot].get();
+      T* bbuf_t = bbuf[slot].get();
+      // The holder of A's part broadcasts from where it lies; B's holder packs its rows.
+      T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf_t;
+      if (qr == p.b_root) {
+        const index_t r0 = p.k0 - chunk_begin(lk, qr, mr);
+        for (index_t j = 0; j < wn; ++j) std::copy(b + r0 + j * hb, b + r0 + p.w + j * hb, bbuf_t + j * p.w);
       }
+      leaf_rows_.ibcast(asrc, h * p.w, p.a_root, rq[slot]);
+      leaf_cols_.ibcast(bbuf_t, p.w * wn, p.b_root, rq[slot]);
+      ap[slot] = asrc, bp[slot] = bbuf_t;
+    };
+    HeldOutput<T> held(e, c, h, wn, std::max<index_t>(h, 1));
+    if (panels.empty()) std::fill(c, c + h * wn, T(0));
+    timed(tail_phase(0), [&] { post(0); });
+    for (std::size_t t = 0; t < panels.size(); ++t) {
+      const int slot = int(t % 2);
+      if (t + 1 < panels.size()) timed(tail_phase(0), [&] { post(t + 1); });
+      timed(tail_phase(0), [&] { rq[slot].wait_all(); });
       timed(tail_phase(1), [&] {
-        gemm_with_progress<T>(e, lm, wn, chunk_width(lk, have, P), T(1), cur, std::max<index_t>(lm, 1),
-                              b + chunk_begin(lk, have, P), std::max<index_t>(lk, 1), s == 0 ? T(0) : T(1), c,
-                              std::max<index_t>(lm, 1), &rq);
+        gemm_with_progress<T>(e, h, wn, panels[t].w, T(1), ap[slot], std::max<index_t>(h, 1), bp[slot],
+                              std::max<index_t>(panels[t].w, 1), t == 0 ? T(0) : T(1), c,
+                              std::max<index_t>(h, 1), &rq[(t + 1) % 2]);
       });
-      timed(tail_phase(0), [&] { rq.wait_all(); });
-      cur = into;
     }
   }
 
@@ -445,11 +515,13 @@ class Caps final : public AlgorithmBase<Caps> {
   void counts(const Stage& st, int depth, double mult, Counts& n) const {
     const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4, qc = double(st.c_len()) / 4;
     if (st.steps == 0) {
-      n.flops += mult * 2.0 * double(st.lm()) * double(chunk_width(st.ln(), st.rank, st.P)) * double(st.lk());
-      if (st.P > 1) {  // the ring passes on every chunk but the left neighbour's
-        n.words += mult * double(st.lm()) * (st.lk() - chunk_width(st.lk(), (st.rank + st.P - 1) % st.P, st.P));
-        n.msgs += mult * (st.P - 1);
-      }
+      const index_t h = st.rows_of(st.lm()), wn = st.cols_of(st.ln()), lk = st.lk();
+      n.flops += mult * 2.0 * double(h) * double(wn) * double(lk);
+      if (st.P > 1)  // the leaf SUMMA: every panel's A part this rank lacks, and its B part
+        for (const LeafPanel& p : leaf_panels(lk, st.mr, st.Qc())) {
+          if (p.a_root != st.qc()) n.words += mult * double(h) * p.w, n.msgs += mult;
+          if (p.b_root != st.qr()) n.words += mult * double(p.w) * wn, n.msgs += mult;
+        }
       return;
     }
     if (steps_[depth] == CapsStep::dfs) {
@@ -468,8 +540,8 @@ class Caps final : public AlgorithmBase<Caps> {
     const Stage ch = st.child_bfs();
     n.words += mult * 6 * (qa + qb), n.msgs += mult * 12;
     // Reverse: this rank's group product, split into 7 column pieces; six leave.
-    const int r = st.rank / 7, g = st.rank % 7;
-    double mine = double(ch.leaves()) * st.lm() * chunk_width(st.ln(), 7 * r + g, st.P);
+    const int r = st.qc() / 7, g = st.qc() % 7;
+    double mine = double(ch.leaves()) * st.rows_of(st.lm()) * chunk_width(st.ln(), 7 * r + g, st.Qc());
     n.words += mult * (double(ch.c_len()) - mine), n.msgs += mult * 6;
     // Sums 4 in, 7 out (A and B); the own pieces copied in and out; combining 7 in, 4 out.
     n.local += mult * (11 * (qa + qb) + 2 * (qa + qb) + 2 * qc + 11 * qc);
@@ -484,7 +556,7 @@ class Caps final : public AlgorithmBase<Caps> {
   Stage top_{};
   Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;
-  Comm leaf_comm_;
+  Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
 };
 
 }  // namespace
