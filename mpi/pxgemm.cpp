@@ -63,12 +63,14 @@ void PB_Cabort(int ctxt, const char* rout, int info);
 namespace distmm {
 namespace {
 
-// Below this m*n*k the real routine answers (when there is one). Measured on the 2-core CI
-// machine (2 ranks, 1 x 2 grid, f64, square, nb 64; best of 7): distmm's fixed costs (two
-// all-to-alls, packing) take 3-5x ScaLAPACK's time up to 192^3 and 1.4-1.6x up to 384^3,
-// 1.2-1.4x from 512^3 on; on 2 ranks ScaLAPACK has little communication for distmm to save,
-// so the gain needs more ranks (docs/performance.md). DISTMM_SCALAPACK_MIN overrides it
-// (0: distmm answers every call).
+// Below this m*n*k the real routine answers (when there is one). Measured on 16 ranks (H100
+// host, 4 x 4 grid, nb 64, f64, square, median of 5; docs/performance.md): SUMMA on the
+// block-cyclic layout takes 0.65x PDGEMM's time at 256^3, 0.88x at 512^3, 1.03x at 1024^3 and
+// 2048^3 (within the runs' spread), 0.65x at 8192^3; the redistributing path adds two
+// all-to-alls and a plan, 3-5x ScaLAPACK's time up to 192^3 and 1.4-1.6x up to 384^3 (2 ranks,
+// the CI machine). 512^3 keeps small transposed or mismatched calls off the redistributing path and
+// costs the in-place path at most ~0.1 ms a call. DISTMM_SCALAPACK_MIN overrides it (0: distmm
+// answers every call).
 constexpr double kDefaultMinVolume = 512.0 * 512.0 * 512.0;
 
 // PBLAS's internal descriptor (PBtools.h): the 9-entry BLOCK_CYCLIC_2D one is widened.
@@ -612,7 +614,8 @@ void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, co
     }
     if (g.myrow == p.qb)
       for (index_t c = 0; c < nloc; ++c)
-        std::memcpy(b + c * w, B + p.b0 + (bc.first + c) * ldb, sizeof(T) * static_cast<std::size_t>(w));
+        std::memcpy(b + c * w, B + p.b0 + (bc.first + c) * ldb,
+                    sizeof(T) * static_cast<std::size_t>(w));
     gc.row.ibcast(a, mloc * w, p.qa, pending[slot]);
     gc.col.ibcast(b, w * nloc, p.qb, pending[slot]);
   };
@@ -780,7 +783,8 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
       auto panels = k_panels(ac, br, k, wcap);
       // Fragmented panels (A's and B's blockings of k disagree, a non-square grid) would make
       // many small broadcasts and products: those operands are redistributed instead.
-      const bool wide = st.direct == 2 || double(k) / double(panels.size()) >= std::min<double>(k, 32);
+      const bool wide =
+          st.direct == 2 || double(k) / double(panels.size()) >= std::min<double>(k, 32);
       if (wide) {
         const Span sa = local_span(ar, m, g.myrow), sb = local_span(bc, n, g.mycol);
         const Span sr = local_span(cr, m, g.myrow), sc = local_span(cc, n, g.mycol);
