@@ -14,6 +14,7 @@
 #include "../src/core/json.hpp"
 #include "../src/core/random.hpp"
 #include "../src/core/timer.hpp"
+#include "device_random.hpp"
 #include "gpu_engine_base.cuh"
 #include "gpu_engines.hpp"
 
@@ -110,13 +111,10 @@ template <class T>
 void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::ostream& log) {
   const long long n2 = n * n;
   DeviceBuffer<T> A(n2), B(n2), C(n2);
-  {
-    Matrix<T> h(n, n);
-    fill_random_block(h.view(), 0, 0, 42, Stream::A, Fill::uniform);
-    cuda_check(cudaMemcpy(A.get(), h.data(), sizeof(T) * n2, cudaMemcpyHostToDevice), "H2D");
-    fill_random_block(h.view(), 0, 0, 42, Stream::B, Fill::uniform);
-    cuda_check(cudaMemcpy(B.get(), h.data(), sizeof(T) * n2, cudaMemcpyHostToDevice), "H2D");
-  }
+  // The host generator's numbers, made on the device (device_random.hpp).
+  fill_random_device<T>(A.get(), n, n, n, 0, 0, 42, Stream::A, Fill::uniform, nullptr);
+  fill_random_device<T>(B.get(), n, n, n, 0, 0, 42, Stream::B, Fill::uniform, nullptr);
+  cuda_check(cudaDeviceSynchronize(), "fill");
   EngineOptions eo;
   eo.device = o.device;
   auto cub = make_engine("cublas", eo);

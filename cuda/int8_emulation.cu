@@ -338,6 +338,9 @@ struct PhaseClock {
     cudaEventRecord(e, s);
     marks.emplace_back(what, e);
   }
+  ~PhaseClock() {
+    for (auto& m : marks) cudaEventDestroy(m.second);
+  }
   void report(index_t m, index_t n, index_t k, int N) {
     if (!on || marks.empty()) return;
     cudaEventSynchronize(marks.back().second);
@@ -378,11 +381,12 @@ struct Int8Emulation::Impl {
   // The INT8 product of this shape: cuBLASLt's heuristic candidates timed once on the call's
   // own operands, the fastest kept for the shape (the heuristic's first choice is not always
   // the fastest INT8 kernel; seed 000's tuning applied to the products).
-  Int8Plan& plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
+  // (null when cuBLASLt has none for the shape)
+  Int8Plan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
                  const int8_t* B, int* C) {
     const auto key = std::make_tuple(rows, cols, Kp);
     auto it = plans.find(key);
-    if (it != plans.end()) return it->second;
+    if (it != plans.end()) return &it->second;
     Int8Plan p;
     cublasLtMatmulDesc_t d = nullptr;
     cublas_check(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
@@ -403,9 +407,7 @@ struct Int8Emulation::Impl {
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.get(), d, p.a.get(), p.b.get(), p.c.get(),
                                                              p.c.get(), pref, kCandidates, r, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw std::runtime_error("cuBLASLt has no INT8 GEMM for " + std::to_string(rows) + " x " +
-                               std::to_string(cols) + " x " + std::to_string(Kp));
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
     int best = 0;
     if (found > 1 && double(rows) * cols * Kp >= 0x1p30) {  // small products: not worth timing
       const bool show = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
@@ -430,12 +432,14 @@ struct Int8Emulation::Impl {
       }
     }
     p.algo = r[best].algo, p.workspace = r[best].workspaceSize;
-    return plans.emplace(key, std::move(p)).first->second;
+    return &plans.emplace(key, std::move(p)).first->second;
   }
 
   void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
                  const int8_t* B, int* C) {
-    Int8Plan& p = plan(s, rows, cols, Kp, A, B, C);
+    Int8Plan* found = plan(s, rows, cols, Kp, A, B, C);
+    if (!found) throw std::runtime_error("cuBLASLt offers no INT8 GEMM for this shape");  // planned before
+    Int8Plan& p = *found;
     const int one = 1, zero = 0;
     cublas_check(cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &zero, C,
                                 p.c.get(), C, p.c.get(), &p.algo, lt_work.get(), p.workspace, s),
@@ -474,14 +478,12 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) 
 std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli) {
   const bool cplx = dt == Dtype::c32 || dt == Dtype::c64;
   return sizes_for(m, n, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), n).total +
-         Impl::kLtWorkspace;
+         Impl::kLtWorkspace + align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags);
 }
 
 template <class T>
 bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
                          const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
-  using R = real_t<T>;
-  constexpr bool cplx = is_complex_v<T>;
   if (m <= 0 || n <= 0) return true;
   auto decline = [&](std::string why) {
     ++stats_.fallbacks;
@@ -489,29 +491,52 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
     return false;
   };
   if (k <= 0 || alpha == T(0)) return decline("nothing to multiply (k = 0 or alpha = 0)");
-  // k beyond one exact INT8 sum: chunks of k, accumulated through beta.
-  if (k > kMaxChunk) {
+  // k beyond one exact INT8 sum: chunks of k, accumulated through beta. Every chunk is checked
+  // first (statistics and moduli, nothing written), so that a declined call leaves C untouched.
+  auto at_k = [&](index_t k0, const T*& Ak, const T*& Bk) {
+    Ak = A + (ta == Op::N ? k0 * lda : k0);
+    Bk = B + (tb == Op::N ? k0 : k0 * ldb);
+  };
+  if (k > kMaxChunk)
     for (index_t k0 = 0; k0 < k; k0 += kMaxChunk) {
-      const index_t kc = std::min(kMaxChunk, k - k0);
-      const T* Ak = A + (ta == Op::N ? k0 * lda : k0);
-      const T* Bk = B + (tb == Op::N ? k0 : k0 * ldb);
-      // A declined first chunk leaves C untouched; a later one cannot happen for finite inputs,
-      // but would leave a partial sum, so the whole call then runs natively from the start.
-      if (!gemm<T>(s, ta, tb, m, n, kc, alpha, Ak, lda, Bk, ldb, k0 == 0 ? beta : T(1), C, ldc)) {
-        if (k0 == 0) return false;
-        throw std::runtime_error("emulated product declined a later k-chunk");
-      }
+      const T *Ak, *Bk;
+      at_k(k0, Ak, Bk);
+      std::string why = chunk<T>(s, ta, tb, m, n, std::min(kMaxChunk, k - k0), alpha, Ak, lda, Bk, ldb, beta, C, ldc, true);
+      if (!why.empty()) return decline(why + " (k-chunk at " + std::to_string(k0) + ")");
     }
-    return true;
+  for (index_t k0 = 0; k0 < k; k0 += kMaxChunk) {
+    const T *Ak, *Bk;
+    at_k(k0, Ak, Bk);
+    std::string why = chunk<T>(s, ta, tb, m, n, std::min(kMaxChunk, k - k0), alpha, Ak, lda, Bk, ldb,
+                               k0 == 0 ? beta : T(1), C, ldc, false);
+    if (why.empty()) continue;
+    if (k0 == 0) return decline(why);
+    // (checked above with the same data, so only a failed allocation can get here)
+    throw std::runtime_error("emulated product: a later k-chunk failed after C was updated: " + why);
   }
+  ++stats_.calls;
+  return true;
+}
+
+template <class T>
+std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
+                                 const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C,
+                                 index_t ldc, bool dry_run) {
+  using R = real_t<T>;
+  constexpr bool cplx = is_complex_v<T>;
   Impl& im = *impl_;
   PhaseClock clock;
   clock.mark("start", s);
   const int parts = cplx ? 2 : 1;
   const bool a_kcontig = ta != Op::N, b_kcontig = tb == Op::N;
 
-  // 1. statistics, to pick N.
-  im.stats.reserve(align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags));
+  // 1. statistics, to pick N. (A larger buffer only once the last call's kernels, which may
+  // still read the old one, are done.)
+  const std::size_t stats_bytes = align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags);
+  if (im.stats.size() < stats_bytes) {
+    cuda_check(cudaStreamSynchronize(s), "sync");
+    im.stats.reserve(stats_bytes);
+  }
   OuterStat* sa = reinterpret_cast<OuterStat*>(im.stats.get());
   OuterStat* sb = sa + m;
   int* ea = reinterpret_cast<int*>(sb + n);
@@ -525,11 +550,12 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
   };
   stats(a_kcontig, m, A, lda, sa);
   stats(b_kcontig, n, B, ldb, sb);
+  cuda_check(cudaGetLastError(), "statistics kernel");
   clock.mark("stats", s);
   cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
   cuda_check(cudaStreamSynchronize(s), "sync");
   const Flags f = *im.flags_host.get();
-  if (f.nonfinite) return decline("NaN or Inf among the operands");
+  if (f.nonfinite) return "NaN or Inf among the operands";
   float deficit;
   std::memcpy(&deficit, &f.max_deficit, sizeof deficit);
 
@@ -544,12 +570,17 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
       char why[160];
       std::snprintf(why, sizeof why, "exponent range too wide: %.0f bits needed, %d moduli give %.0f", need,
                     kMax, std::log2(scale_bound(kMax, kk)));
-      return decline(why);
+      return why;
     }
   }
   const double bound = scale_bound(N, kk);
+  if (bound < 16)  // (only a forced count can get here: the rule's N keep at least 25 bits)
+    return std::to_string(N) + " moduli keep fewer than 4 bits per entry at k = " + std::to_string(k) +
+           ": use more moduli";
+  if (dry_run) return "";
   exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, ea);
   exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, eb);
+  cuda_check(cudaGetLastError(), "exponents kernel");
 
   // 3. workspace: all of n if it fits in what the device has free, else column panels.
   std::size_t free_b = 0, total_b = 0;
@@ -562,14 +593,20 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
     z = sizes_for(m, n, k, cplx, N, nb);
   }
   if (z.total > budget)
-    throw std::runtime_error("emulated product: " + std::to_string(z.total >> 20) + " MiB of workspace needed, " +
-                             std::to_string(budget >> 20) + " MiB free");
+    return "workspace: " + std::to_string(z.total >> 20) + " MiB needed even in column panels of 16, " +
+           std::to_string(budget >> 20) + " MiB free";
   im.work.reserve(z.total);
   unsigned char* const base = im.work.get();
   int8_t* slices_a = reinterpret_cast<int8_t*>(base);
   int8_t* slices_b = slices_a + z.slices_a;
   int* c32 = reinterpret_cast<int*>(slices_b + z.slices_b);
   uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + 2 * z.c32);
+  // The INT8 products' plans (a full panel's and the last one's), made before anything is
+  // written, so that a shape cuBLASLt cannot do is declined with C untouched.
+  for (index_t w : {nb, n - (n - 1) / nb * nb})
+    if (!im.plan(s, z.OpA, round_up(parts * w, 16), z.Kp, slices_a, slices_b, c32))
+      return "cuBLASLt offers no INT8 GEMM for " + std::to_string(z.OpA) + " x " +
+             std::to_string(round_up(parts * w, 16)) + " x " + std::to_string(z.Kp);
   // (serial under the profile, so that each pass's time is its own)
   const bool overlap = !clock.on;
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;
@@ -621,6 +658,7 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
         cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
       }
       launch_fold(l, cplx, m, w, product, z.OpA, crt.y[l], residues + l * plane, fs);
+      cuda_check(cudaGetLastError(), "fold kernel");
       if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
       clock.mark("fold", s);
     }
@@ -634,15 +672,16 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
     clock.mark("crt", s);
   }
   clock.report(m, n, k, N);
-  ++stats_.calls;
   stats_.min_moduli = stats_.min_moduli ? std::min(stats_.min_moduli, N) : N;
   stats_.max_moduli = std::max(stats_.max_moduli, N);
-  return true;
+  return "";
 }
 
-#define DISTMM_INT8_EMULATION(T)                                                                 \
-  template bool Int8Emulation::gemm<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T,      \
-                                       const T*, index_t, const T*, index_t, T, T*, index_t);
+#define DISTMM_INT8_EMULATION(T)                                                                  \
+  template bool Int8Emulation::gemm<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T,       \
+                                       const T*, index_t, const T*, index_t, T, T*, index_t);    \
+  template std::string Int8Emulation::chunk<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T, \
+                                               const T*, index_t, const T*, index_t, T, T*, index_t, bool);
 DISTMM_FOR_EACH_TYPE(DISTMM_INT8_EMULATION)
 #undef DISTMM_INT8_EMULATION
 

@@ -61,6 +61,12 @@ class Int8Emulation {
 
  private:
   struct Impl;
+  // One product with k <= 131056 (one exact INT8 sum); "" when done (a dry run: when it would
+  // be emulated, nothing computed), else why it is declined, with C untouched.
+  template <class T>
+  std::string chunk(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
+                    const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
+                    bool dry_run);
   std::unique_ptr<Impl> impl_;
   EmulationStats stats_;
   int forced_;

@@ -38,7 +38,7 @@ DISTMM_HD constexpr int modulus(int l) {
   }
 }
 
-// The symmetric residue of v (|v| < 2^62) modulo m, in [-128, 127]: v = hi 2^32 + lo, so that
+// The symmetric residue of any 64-bit v modulo m, in [-128, 127]: v = hi 2^32 + lo, so that
 // only 32-bit divisions by the (compile-time) modulus are needed.
 template <int m>
 DISTMM_HD int sym_residue(long long v) {

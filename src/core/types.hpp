@@ -9,6 +9,14 @@
 
 #include "dtype.hpp"
 
+// Functions that CUDA kernels share with the host (the input generator, the emulation's integer
+// arithmetic): host and device code under nvcc, plain functions elsewhere.
+#if defined(__CUDACC__)
+#define DISTMM_HOST_DEVICE __host__ __device__
+#else
+#define DISTMM_HOST_DEVICE
+#endif
+
 namespace distmm {
 
 using index_t = std::int64_t;

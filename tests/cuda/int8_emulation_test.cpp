@@ -176,6 +176,26 @@ TEST(Int8Emulation, LongInnerDimensionsAreCutIntoExactChunks) {
   EXPECT_LE(w.ratio, 1.0);
   const Worst wi = check<double>(*e, Op::N, Op::N, 2, 3, 131100, Fill::integer);
   EXPECT_EQ(wi.ratio, 0.0);  // integer inputs: exact
+  // A NaN in a later k-chunk: every chunk is checked before C is written, so the whole product
+  // runs natively (the NaN reaches C's row, the other rows are exact).
+  const index_t k = 140000;
+  Matrix<double> A(2, k), B(k, 2), C(2, 2);
+  A.fill(1.0), B.fill(1.0), C.fill(0.0);
+  A(1, 135000) = std::nan("");
+  e->gemm(Op::N, Op::N, 2, 2, k, 1.0, A.data(), 2, B.data(), k, 0.0, C.data(), 2);
+  EXPECT_EQ(C(0, 0), double(k));
+  EXPECT_TRUE(std::isnan(C(1, 1)));
+  EXPECT_NE(e->describe().find("NaN or Inf among the operands (k-chunk at 131056)"), std::string::npos) << e->describe();
+}
+
+TEST(Int8Emulation, TooFewForcedModuliForKAreDeclinedNotRun) {
+  REQUIRE_GPU();
+  EngineOptions o;
+  o.moduli = 2;  // the bound sqrt(M / 2) - sqrt(k) / 2 is gone at k = 140000
+  auto e = make_engine("gpu-ozaki", o);
+  const Worst w = check<float>(*e, Op::N, Op::N, 3, 2, 140000, Fill::uniform);
+  EXPECT_LE(w.ratio, std::sqrt(140000.0));  // run natively
+  EXPECT_NE(e->describe().find("moduli keep fewer than 4 bits"), std::string::npos) << e->describe();
 }
 
 }  // namespace
