@@ -224,6 +224,12 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     if (m <= 0 || n <= 0) return;
     const int levels = levels_for(m, n, k);
     arena_.reserve(arena_bytes<T>(m, n, k, levels));
+    if (emulation_) {
+      // the levels the recursion will run (it stops where a dimension falls below 2)
+      int ran = 0;
+      for (index_t d = std::min({m, n, k}); ran < levels && d >= 2; d /= 2) ++ran;
+      emulation_->set_levels_above(ran);
+    }
     // The additions run on the real component type (complex blocks as real ones of twice the
     // rows), so they take its tuned launch shape.
     using R = real_t<T>;
@@ -238,10 +244,15 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
  private:
   int levels_for(index_t m, index_t n, index_t k) const {
     if (this->o_.levels >= 0) return this->o_.levels;
+    // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an
+    // H100, a level pays off only while the leaves stay at 16384 or more (32768: 1 level 3.45x
+    // cuBLAS, 2 levels 2.97x, 3 levels 2.02x; docs/performance.md).
+    const index_t floor = emulation_ ? 16384 : 0;
+    const index_t tau1 = std::max(this->o_.tau1, 2 * floor), tau2 = std::max(this->o_.tau2, 2 * floor);
     index_t d = std::min({m, n, k});
-    if (d < this->o_.tau1) return 0;
+    if (d < tau1) return 0;
     int L = 1;
-    while (L < 4 && d / (index_t(1) << L) >= this->o_.tau2) ++L;
+    while (L < 4 && d / (index_t(1) << L) >= tau2) ++L;
     return L;
   }
   template <class T>

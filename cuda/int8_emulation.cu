@@ -561,7 +561,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
 
   // 2. N from the accuracy rule (ozaki_arith.hpp).
   const bool single = std::is_same_v<R, float>;
-  const double need = ozaki::required_bits(single, double(deficit));
+  const double need = ozaki::required_bits(single, double(deficit), levels_above_);
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   int N = forced_;
   if (N <= 0) {

@@ -53,6 +53,9 @@ class Int8Emulation {
             const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc);
 
   const EmulationStats& stats() const { return stats_; }
+  // Products that are leaves under L Strassen-like levels need less of their own accuracy
+  // (ozaki_arith.hpp, required_bits).
+  void set_levels_above(int levels) { levels_above_ = levels; }
   // Peak device workspace of one call (slices, int32 product, residues, scalings).
   static std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli);
   static constexpr int kMaxModuli = 16;
@@ -70,6 +73,7 @@ class Int8Emulation {
   std::unique_ptr<Impl> impl_;
   EmulationStats stats_;
   int forced_;
+  int levels_above_ = 0;
 };
 
 }  // namespace distmm

@@ -153,8 +153,11 @@ inline double scale_bound(int N, long long kk) {
 // (16 for single, 45 for double precision) plus the largest "deficit" log2 ||x|| - mean log2 |x_h|
 // (how far that entry sits below the norm the scaling is taken from; about 7.6 bits for uniform
 // inputs with k = 16384, tens of bits for a wide exponent range).
-inline double required_bits(bool single, double deficit) {
-  const double normwise = single ? 25 : 54, kept = single ? 16 : 45;
+// Leaves under L Strassen-like levels (whose bound is 12^L times the classical one) may err up
+// to sqrt(12^L) times more than that: half of the levels' growth, in bits, comes off both.
+inline double required_bits(bool single, double deficit, int levels_above = 0) {
+  const double relax = 0.5 * std::log2(12.0) * levels_above;
+  const double normwise = (single ? 25 : 54) - relax, kept = (single ? 16 : 45) - relax;
   return std::fmax(normwise, kept + deficit);
 }
 // The fewest moduli whose bound reaches `bits` for rows of kk entries; 0 when 16 do not.

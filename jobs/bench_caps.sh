@@ -9,7 +9,8 @@
 # each code's median time, CAPS over the best classical code, words per rank, and CAPS's phases
 # (median over rounds of each phase's slowest rank). Table last.
 # Environment: DISTMM_BIN (build/distmm), BENCH_JSON (JSON lines; a temporary file otherwise),
-# DISTMM_MACHINE_FILE (where calibrate writes; a temporary file otherwise).
+# DISTMM_MACHINE_FILE (where calibrate writes; a temporary file otherwise), CODES (the codes,
+# ';'-separated `--algo` values with their options).
 # Through the device tool: carry .device and a CPU build, start with `source .device/env.sh &&`.
 # Budget: a 32-core host multiplies n = 16384 in ~9-12 s per code, n = 32768 in ~70-90 s, so
 # 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs.
@@ -22,7 +23,7 @@ bin=${DISTMM_BIN:-build/distmm}
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export DISTMM_MACHINE_FILE=${DISTMM_MACHINE_FILE:-$(mktemp --suffix=.json)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-codes=("caps --formula strassen" "caps --formula winograd" "summa" "cuboid" "auto")
+IFS=';' read -ra codes <<< "${CODES:-caps --formula strassen;caps --formula winograd;summa;cuboid;auto}"
 for cfg in $configs; do
   np=${cfg%%:*} threads=${cfg#*:}
   mpirun -n "$np" --oversubscribe ${MPIRUN_ARGS:-} "$bin" calibrate --threads "$threads" --file "$DISTMM_MACHINE_FILE"

@@ -17,20 +17,27 @@ f64_sizes=${2:-"4096 8192 16384"}
 bin=${DISTMM_BIN:-build/distmm}
 [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
 export DISTMM_TUNING_FILE=${DISTMM_TUNING_FILE:-$HOME/.cache/distmm/tuning.json}
-grep -qs '"gemm-f32"' "$DISTMM_TUNING_FILE" || "$bin" tune
+grep -qs '"gemm-f32"' "$DISTMM_TUNING_FILE" || "$bin" tune >/dev/null
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 repeat=${REPEAT:-3}
+parts=${PARTS:-"strassen emulated"}  # PARTS=emulated: only the INT8-emulated engines' rows
 engines="gpu-winograd gpu-strassen gpu-strassen-lowmem"
-"$bin" gpu-bench --dtype f32 --sizes $f32_sizes --levels 1 2 3 --engines $engines --repeat "$repeat" --json "$out"
-"$bin" gpu-bench --dtype f32 --sizes 32768 --levels 4 --engines gpu-winograd --repeat "$repeat" --json "$out"
-"$bin" gpu-bench --dtype f64 --sizes $f64_sizes --levels 1 2 3 --engines $engines --repeat "$repeat" --json "$out"
-"$bin" gpu-bench --dtype f32 --sizes 4096 --levels 0 --engines gpu-tiled --repeat 2 --json "$out"
-for n in $f32_sizes; do  # one process per size: the emulation's workspace stays that size's
-  "$bin" gpu-bench --dtype f32 --sizes "$n" --levels 1 2 3 --engines gpu-ozaki gpu-winograd-ozaki --repeat "$repeat" --json "$out"
-done
-for n in $f64_sizes; do
-  "$bin" gpu-bench --dtype f64 --sizes "$n" --levels 1 2 --engines gpu-ozaki gpu-winograd-ozaki --repeat "$repeat" --json "$out"
-done
+if [[ " $parts " == *" strassen "* ]]; then
+  "$bin" gpu-bench --dtype f32 --sizes $f32_sizes --levels 1 2 3 --engines $engines --repeat "$repeat" --json "$out"
+  "$bin" gpu-bench --dtype f32 --sizes 32768 --levels 4 --engines gpu-winograd --repeat "$repeat" --json "$out"
+  "$bin" gpu-bench --dtype f64 --sizes $f64_sizes --levels 1 2 3 --engines $engines --repeat "$repeat" --json "$out"
+  "$bin" gpu-bench --dtype f32 --sizes 4096 --levels 0 --engines gpu-tiled --repeat 2 --json "$out"
+fi
+if [[ " $parts " == *" emulated "* ]]; then
+  for n in $f32_sizes; do  # one process per size: the emulation's workspace stays that size's
+    "$bin" gpu-bench --dtype f32 --sizes "$n" --levels 1 2 3 --engines gpu-ozaki gpu-winograd-ozaki gpu-winograd \
+      --repeat "$repeat" --json "$out"
+  done
+  for n in $f64_sizes; do
+    "$bin" gpu-bench --dtype f64 --sizes "$n" --levels 1 2 --engines gpu-ozaki gpu-winograd-ozaki gpu-winograd \
+      --repeat "$repeat" --json "$out"
+  done
+fi
 python3 - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

@@ -77,8 +77,8 @@ Worst check(Engine& e, Op ta, Op tb, index_t m, index_t n, index_t k, Fill fill,
       const double stacked = is_complex_v<T> ? std::sqrt(2.0) : 1.0;
       const double scale = std::abs(std::complex<double>(alpha)) * stacked * (std::sqrt(double(k)) + 2) * u *
                                double(std::sqrt(na[i] * nb[j])) +
-                           2 * u * (double(std::abs(r)) + std::abs(std::complex<double>(beta)) *
-                                                              std::abs(std::complex<double>(C0(i, j))));
+                           2 * u * (double(std::abs(r)) + (beta == T(0) ? 0.0 : std::abs(std::complex<double>(beta)) *
+                                                                                    std::abs(std::complex<double>(C0(i, j)))));
       w.ratio = std::max(w.ratio, scale > 0 ? d / scale : (d > 0 ? INFINITY : 0));
     }
   return w;

@@ -127,6 +127,10 @@ TEST(OzakiArith, TheAccuracyRulePicksModuliFromPrecisionAndExponentRange) {
   // Well-scaled inputs: half the native error needs 7 moduli in single, 14 in double precision.
   EXPECT_EQ(fewest_moduli(required_bits(true, 7.6), 16384), 7);
   EXPECT_EQ(fewest_moduli(required_bits(false, 7.6), 16384), 14);
+  // Leaves under Strassen levels: one modulus less in single precision from one level on.
+  EXPECT_EQ(fewest_moduli(required_bits(true, 7.6, 1), 16384), 6);
+  EXPECT_EQ(fewest_moduli(required_bits(true, 7.6, 3), 16384), 6);
+  EXPECT_EQ(fewest_moduli(required_bits(false, 7.6, 1), 16384), 14);
   // A wider exponent range costs moduli, and beyond 16 the rule declines (0).
   EXPECT_GT(fewest_moduli(required_bits(true, 30), 16384), 7);
   EXPECT_EQ(fewest_moduli(required_bits(true, 60), 16384), 0);

@@ -4,6 +4,7 @@
 // against the analytic count.
 #include <gtest/gtest.h>
 
+#include "cuda/device_info.hpp"
 #include "mpi_test_util.hpp"
 
 using namespace distmm;
@@ -129,6 +130,31 @@ void engines_under_algorithms(std::complex<double> alpha, std::complex<double> b
                                   << " P=" << P << " " << s.m << "x" << s.n << "x" << s.k;
       }
     }
+}
+
+// Every GPU engine (cuBLAS, the Strassen-like ones, the INT8-emulated ones) as the local engine of
+// the algorithms that fit P, through the engines' host API (operands staged to the rank's GPU,
+// held outputs): integer inputs, exact. Skipped, visibly, where no GPU is seen.
+template <class T>
+void gpu_engines_under_algorithms(std::complex<double> alpha, std::complex<double> beta) {
+  for (const char* algo : {"summa", "cannon", "dns", "cuboid", "caps"})
+    for (const EngineInfo& info : engine_registry()) {
+      if (info.memory != Memory::device || !info.dtypes.contains(dtype_of<T>())) continue;
+      EngineOptions eo;
+      eo.levels = 1;
+      for (const Shape& s : {Shape{37, 29, 41}, Shape{1, 9, 5}}) {
+        auto o = multiply_and_compare<T>(algo, info.name, s.m, s.n, s.k, alpha, beta, {}, eo);
+        if (o.skipped) break;
+        EXPECT_EQ(o.max_err, 0.0) << algo << "/" << info.name << " " << DtypeTraits<T>::name << " "
+                                  << s.m << "x" << s.n << "x" << s.k;
+      }
+    }
+}
+TEST(EnginesUnderAlgorithms, ExactWithEveryGpuEngine) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible (" << gpu_summary() << "): GPU engines under MPI not run";
+  gpu_engines_under_algorithms<double>(1.0, 1.0);
+  gpu_engines_under_algorithms<float>(2.0, 0.0);
+  gpu_engines_under_algorithms<std::complex<double>>({1, -1}, {0, 2});
 }
 
 TEST(EnginesUnderAlgorithms, ExactWithEveryEngineReal) {
