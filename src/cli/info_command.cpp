@@ -17,7 +17,8 @@ int info_command(std::ostream& os, int rank) {
   int len = 0;
   MPI_Get_library_version(lib, &len);
   std::string mpi(lib, len);
-  if (auto nl = mpi.find('\n'); nl != std::string::npos) mpi.resize(nl);
+  // (Open MPI counts the terminating NUL in len)
+  if (auto end = mpi.find_first_of(std::string("\n\0", 2)); end != std::string::npos) mpi.resize(end);
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   int local = node_local_size();
@@ -39,6 +40,7 @@ int info_command(std::ostream& os, int rank) {
      << core_cache_bytes() / 1024 << " KiB\n"
      << "  memory available  " << available_memory_bytes() / (1 << 20) << " MiB\n"
      << "  GPUs seen         " << gpu_summary() << "\n"
+     << "  NCCL              " << nccl_summary() << "\n"
      << "  algorithms        " << list(algorithm_names()) << "\n"
      << "  dtypes            ";
   for (Dtype d : kAllDtypes) {

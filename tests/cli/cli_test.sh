@@ -40,7 +40,9 @@ done
 if "$bin" run --size 97 --verify full >"$tmp/out" 2>&1 && grep -q "full: PASSED" "$tmp/out"; then
   ok "single process run"
 else bad "single process run: $(cat "$tmp/out")"; fi
-if "$bin" info >"$tmp/out" 2>&1 && grep -q "BLAS" "$tmp/out" && grep -q "engines" "$tmp/out"; then
+if "$bin" info >"$tmp/out" 2>&1 && grep -q "BLAS" "$tmp/out" && grep -q "engines" "$tmp/out" &&
+   grep -qE "^  NCCL +(NCCL [0-9]+\.[0-9]+\.[0-9]+ \(|not found \(searched|not built)" "$tmp/out" &&
+   [ "$(tr -d '\000' <"$tmp/out" | wc -c)" = "$(wc -c <"$tmp/out")" ]; then  # no stray NUL bytes
   ok "info"
 else bad "info: $(cat "$tmp/out")"; fi
 
