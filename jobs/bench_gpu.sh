@@ -2,8 +2,9 @@
 # GPU engines against cuBLAS, each size in one process (the GPU engines issues' benchmark):
 #   jobs/bench_gpu.sh [f32 sizes] [f64 sizes]
 # The Strassen-like engines (gpu-winograd, gpu-strassen, gpu-strassen-lowmem) at levels 1-3, and
-# the INT8-emulated ones (gpu-ozaki; gpu-winograd-ozaki at levels 1-3) with their errors: f32
-# against cuBLAS DGEMM of the same inputs, f64 against a double-double product of sampled rows.
+# the INT8-emulated ones (gpu-ozaki; gpu-winograd-ozaki at levels 1-3; f64 also at 32768, or
+# F64_EMULATED_SIZES) with their errors: f32 against cuBLAS DGEMM of the same inputs, f64 against
+# a double-double product of sampled rows.
 # Builds with nvcc when the binary is missing, runs `distmm tune` when the tuning file has no
 # leaf-product entries yet, then prints one Markdown table per dtype and, last, the best engine
 # per size against the targets. Environment: DISTMM_BIN (default build/distmm),
@@ -33,8 +34,8 @@ if [[ " $parts " == *" emulated "* ]]; then
     "$bin" gpu-bench --dtype f32 --sizes "$n" --levels 1 2 3 --engines gpu-ozaki gpu-winograd-ozaki gpu-winograd \
       --repeat "$repeat" --json "$out"
   done
-  for n in $f64_sizes; do
-    "$bin" gpu-bench --dtype f64 --sizes "$n" --levels 1 2 --engines gpu-ozaki gpu-winograd-ozaki gpu-winograd \
+  for n in ${F64_EMULATED_SIZES:-$f64_sizes 32768}; do
+    "$bin" gpu-bench --dtype f64 --sizes "$n" --levels 1 2 3 --engines gpu-ozaki gpu-winograd-ozaki gpu-winograd \
       --repeat "$repeat" --json "$out"
   done
 fi
