@@ -352,14 +352,20 @@ class Caps final : public AlgorithmBase<Caps> {
     // this rank's row part.
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
-    auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len());
-    timed(level_phase(depth, kExchangeIn), [&] {
-      exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.rows_of(st.lm()), wa, g);
-      exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.rows_of(st.lk()), wb, g);
-    });
-    s.reset(), t.reset();  // the sums have left; free them before the subproblem
-    auto sub_c = buffer<T>(ch.c_len());
-    recurse<T>(e, ch, depth + 1, group, sub_a.get(), sub_b.get(), sub_c.get());
+    auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len()), sub_c = buffer<T>(ch.c_len());
+    if (ch.steps == 0 && ch.P == 1 && !e.overlaps_host()) {
+      // The subproblem is this rank's own leaf: its products start on the pieces that have
+      // arrived while the others are still on their way.
+      arriving_leaf<T>(e, st, depth, peers, s.get(), qa, t.get(), qb, sub_a.get(), sub_b.get(), sub_c.get(), wa, wb, g);
+      s.reset(), t.reset();
+    } else {
+      timed(level_phase(depth, kExchangeIn), [&] {
+        exchange_in<T>(peers, s.get(), qa, sub_a.get(), L, st.rows_of(st.lm()), wa, g);
+        exchange_in<T>(peers, t.get(), qb, sub_b.get(), L, st.rows_of(st.lk()), wb, g);
+      });
+      s.reset(), t.reset();  // the sums have left; free them before the subproblem
+      recurse<T>(e, ch, depth + 1, group, sub_a.get(), sub_b.get(), sub_c.get());
+    }
     sub_a.reset(), sub_b.reset();
     auto mall = buffer<T>(7 * qc);
     timed(level_phase(depth, kExchangeOut),
@@ -421,6 +427,70 @@ class Caps final : public AlgorithmBase<Caps> {
                 prod + leaf * rows * total_w + (off[me] + w(me)) * rows, mine + leaf * rows * w(me));
     rq.wait_all();
   }
+  // A BFS step whose subproblem is a one-rank leaf (P = 7^k ranks): exchange_in's transfers, but
+  // the leaf product C = A B runs in blocks, C(:, chunk q) += A(:, chunk p) B(chunk p, chunk q)
+  // for peer p's piece of A and peer q's piece of B, each as soon as both are here (this rank's
+  // own pieces first), so the first products overlap the rest of the exchange. The same words
+  // and messages as exchange_in (distinct tags for A's and B's pieces).
+  template <class T, class WidthA, class WidthB>
+  void arriving_leaf(Engine& e, const Stage& st, int depth, const Comm& peers, const T* sa, index_t qa,
+                     const T* sb, index_t qb, T* A, T* B, T* C, WidthA wa, WidthB wb, int me) {
+    const index_t lm = st.lm(), lk = st.lk();  // one leaf, one row part (m = 1)
+    std::array<index_t, 8> oa{}, ob{};
+    for (int p = 0; p < 7; ++p) oa[p + 1] = oa[p] + wa(p), ob[p + 1] = ob[p] + wb(p);
+    std::array<bool, 7> have_a{}, have_b{}, touched{};
+    std::vector<MPI_Request> recvs;
+    std::vector<int> from;  // p for A's piece from p, 7 + p for B's
+    Requests sends;
+    timed(level_phase(depth, kExchangeIn), [&] {
+      for (int p = 0; p < 7; ++p) {
+        have_a[p] = p == me || lm * wa(p) == 0;
+        have_b[p] = p == me || lk * wb(p) == 0;
+        MPI_Request r;
+        if (!have_a[p]) {
+          MPI_Irecv(A + oa[p] * lm, mpi_count(lm * wa(p)), mpi_type<T>(), p, 21, peers.get(), &r);
+          recvs.push_back(r), from.push_back(p);
+        }
+        if (!have_b[p]) {
+          MPI_Irecv(B + ob[p] * lk, mpi_count(lk * wb(p)), mpi_type<T>(), p, 24, peers.get(), &r);
+          recvs.push_back(r), from.push_back(7 + p);
+        }
+      }
+      for (int p = 0; p < 7; ++p) {
+        if (p == me) continue;
+        if (qa > 0) peers.isend(sa + p * qa, qa, p, 21, sends);
+        if (qb > 0) peers.isend(sb + p * qb, qb, p, 24, sends);
+      }
+      std::copy(sa + me * qa, sa + me * qa + lm * wa(me), A + oa[me] * lm);
+      std::copy(sb + me * qb, sb + me * qb + lk * wb(me), B + ob[me] * lk);
+    });
+    std::array<std::array<bool, 7>, 7> done{};
+    auto multiply_ready = [&] {
+      timed(tail_phase(1), [&] {
+        for (int p = 0; p < 7; ++p)
+          for (int q = 0; q < 7; ++q) {
+            if (done[p][q] || !have_a[p] || !have_b[q]) continue;
+            done[p][q] = true;
+            if (wa(p) == 0 || wb(q) == 0 || lm == 0) continue;
+            e.gemm(Op::N, Op::N, lm, wb(q), wa(p), T(1), A + oa[p] * lm, lm, B + ob[q] * lk + oa[p],
+                   std::max<index_t>(lk, 1), touched[q] ? T(1) : T(0), C + ob[q] * lm, lm);
+            touched[q] = true;
+          }
+      });
+    };
+    multiply_ready();
+    for (std::size_t left = recvs.size(); left > 0; --left) {
+      int idx = MPI_UNDEFINED;
+      timed(level_phase(depth, kExchangeIn), [&] { MPI_Waitany(int(recvs.size()), recvs.data(), &idx, MPI_STATUS_IGNORE); });
+      const int f = from[idx];
+      (f < 7 ? have_a[f] : have_b[f - 7]) = true;
+      multiply_ready();
+    }
+    for (int q = 0; q < 7; ++q)  // (k = 0: no product touched these columns)
+      if (!touched[q]) std::fill(C + ob[q] * lm, C + ob[q + 1] * lm, T(0));
+    timed(level_phase(depth, kExchangeIn), [&] { sends.wait_all(); });
+  }
+
   // L runs of `run` contiguous elements from src into dst, `stride` apart, threaded.
   template <class T>
   static void copy_runs(const T* src, index_t run, T* dst, index_t stride, index_t L) {
