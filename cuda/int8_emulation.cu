@@ -411,21 +411,15 @@ struct Int8Emulation::Impl {
     int best = 0;
     if (found > 1 && double(rows) * cols * Kp >= 0x1p30) {  // small products: not worth timing
       const bool show = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
-      CudaEvent t0, t1;
-      float best_ms = 0;
+      double best_ms = 0;
       const int one = 1, zero = 0;
       for (int c = 0; c < found; ++c) {
-        float ms = 0;
-        for (int rep = 0; rep < 2; ++rep) {
-          cuda_check(cudaEventRecord(t0.get(), s), "event");
-          const cublasStatus_t ok = cublasLtMatmul(lt.get(), d, &one, A, p.a.get(), B, p.b.get(), &zero, C,
-                                                   p.c.get(), C, p.c.get(), &r[c].algo, lt_work.get(),
-                                                   r[c].workspaceSize, s);
-          cuda_check(cudaEventRecord(t1.get(), s), "event");
-          cuda_check(cudaEventSynchronize(t1.get()), "sync");
-          cudaEventElapsedTime(&ms, t0.get(), t1.get());
-          if (ok != CUBLAS_STATUS_SUCCESS) ms = 1e30f;
-        }
+        bool ok = true;
+        double ms = median_ms(s, 1, 1, [&] {
+          ok &= cublasLtMatmul(lt.get(), d, &one, A, p.a.get(), B, p.b.get(), &zero, C, p.c.get(), C, p.c.get(),
+                               &r[c].algo, lt_work.get(), r[c].workspaceSize, s) == CUBLAS_STATUS_SUCCESS;
+        });
+        if (!ok) ms = 1e30;
         if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld candidate %d: %.3f ms\n", (long long)rows,
                                (long long)cols, (long long)Kp, c, ms);
         if (c == 0 || ms < best_ms) best = c, best_ms = ms;

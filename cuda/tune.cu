@@ -94,24 +94,6 @@ void fill_uniform(T* x, long long n, cudaStream_t s) {
   cuda_check(cudaGetLastError(), "fill kernel");
 }
 
-// Median milliseconds of `call` (after one warm-up), `reps` calls per sample.
-template <class F>
-double median_ms(cudaStream_t s, int samples, int reps, F&& call) {
-  CudaEvent t0, t1;
-  call();
-  std::vector<float> t;
-  for (int i = 0; i < samples; ++i) {
-    cuda_check(cudaEventRecord(t0.get(), s), "event");
-    for (int r = 0; r < reps; ++r) call();
-    cuda_check(cudaEventRecord(t1.get(), s), "event");
-    cuda_check(cudaEventSynchronize(t1.get()), "sync");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, t0.get(), t1.get());
-    t.push_back(ms / reps);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // Every configuration cuBLASLt offers for T x T -> T products with T compute.
 template <class T>

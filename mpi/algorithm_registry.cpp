@@ -3,6 +3,7 @@
 #include <map>
 
 #include "algorithms.hpp"
+#include "caps.hpp"
 #include "cost_model.hpp"
 #include "grid.hpp"
 
@@ -77,14 +78,14 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     // Only with a measured model: CAPS's gain is a few percent of the multiply time and its cost
     // is the machine's memory bandwidth, which the defaults cannot know (measured on 32 cores,
     // CAPS ran at 0.82-0.89x SUMMA where default rates would predict it 1.2x faster).
-    int m7 = P, k7 = 0;
-    while (m7 % 7 == 0) m7 /= 7, ++k7;
-    const bool caps_fits = opts.strassen_like_ok && k7 >= 1 && m7 <= 6 && std::min({shape.m, shape.n, shape.k}) >> k7 >= 64;
+    const auto f = caps_factors(P);
+    const bool caps_fits = opts.strassen_like_ok && f && f->second >= 1 &&
+                           std::min({shape.m, shape.n, shape.k}) >> f->second >= 64;
     if (caps_fits && mm.measured) candidates.push_back(make_caps(world, shape, opts));
     std::vector<double> t, words;
     for (const auto& a : candidates) {
       const CommEstimate e = a->analytic();
-      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem));
+      t.push_back(predicted_seconds(mm, e, elem));
       words.push_back(e.words_max);
     }
     const std::size_t best = words_first_choice(t, words);

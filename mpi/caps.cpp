@@ -262,21 +262,28 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     fused_combine_flat<T, 4, 7>(quarter, in, o, false, c);
   }
+  // The quadrants product j's row of a formula table uses (its nonzero coefficients).
+  struct Used {
+    int n = 0;
+    std::array<int, 4> q{};
+  };
+  static Used used_quadrants(const int (&coef)[7][4], int j) {
+    Used u;
+    for (int q = 0; q < 4; ++q)
+      if (coef[j][q] != 0) u.q[u.n++] = q;
+    return u;
+  }
   // Product j's sum alone (DFS), reading only the quadrants it uses (one for Strassen's S_2,
   // up to four for Winograd's).
   template <class T>
   static void form_sum(const T* x, index_t quarter, const int (&coef)[7][4], int j, T* out) {
-    std::array<const T*, 4> in{};
-    std::array<T, 4> c{};
-    int used = 0;
-    for (int q = 0; q < 4; ++q)
-      if (coef[j][q] != 0) in[used] = x + q * quarter, c[used] = T(coef[j][q]), ++used;
-    with_count<4>(used, [&](auto nc) {
+    const Used u = used_quadrants(coef, j);
+    with_count<4>(u.n, [&](auto nc) {
       constexpr std::size_t N = decltype(nc)::value;
-      std::array<const T*, N> i;
+      std::array<const T*, N> in;
       std::array<std::array<T, N>, 1> k;
-      for (std::size_t t = 0; t < N; ++t) i[t] = in[t], k[0][t] = c[t];
-      fused_combine_flat<T, N, 1>(quarter, i, {out}, false, k);
+      for (std::size_t t = 0; t < N; ++t) in[t] = x + u.q[t] * quarter, k[0][t] = T(coef[j][u.q[t]]);
+      fused_combine_flat<T, N, 1>(quarter, in, {out}, false, k);
     });
   }
   // C_q = sum_j coef[j][q] M_j for the four quadrants, in one pass over the seven products.
@@ -295,17 +302,13 @@ class Caps final : public AlgorithmBase<Caps> {
   // C_q += coef[j][q] M_j for the quadrants product j feeds (DFS), reading M_j once.
   template <class T>
   static void accumulate_product(const T* M, index_t quarter, const int (&coef)[7][4], int j, T* c) {
-    std::array<T*, 4> out{};
-    std::array<T, 4> k{};
-    int used = 0;
-    for (int q = 0; q < 4; ++q)
-      if (coef[j][q] != 0) out[used] = c + q * quarter, k[used] = T(coef[j][q]), ++used;
-    with_count<4>(used, [&](auto nc) {
+    const Used u = used_quadrants(coef, j);
+    with_count<4>(u.n, [&](auto nc) {
       constexpr std::size_t N = decltype(nc)::value;
-      std::array<T*, N> o;
+      std::array<T*, N> out;
       std::array<std::array<T, 1>, N> w;
-      for (std::size_t t = 0; t < N; ++t) o[t] = out[t], w[t][0] = k[t];
-      fused_combine_flat<T, 1, N>(quarter, {M}, o, true, w);
+      for (std::size_t t = 0; t < N; ++t) out[t] = c + u.q[t] * quarter, w[t][0] = T(coef[j][u.q[t]]);
+      fused_combine_flat<T, 1, N>(quarter, {M}, out, true, w);
     });
   }
   // f(std::integral_constant<size_t, n>) for a run-time count n in 1..Max (0: nothing).
@@ -388,12 +391,18 @@ class Caps final : public AlgorithmBase<Caps> {
   // subproblem's chunks: for each leaf, the 7 peers' column chunks side by side. Each peer's
   // chunks land in place (an MPI vector type: L runs of rows x w(p), rows x total_w apart); only
   // this rank's own sum is copied.
+  // Where each of the 7 peers' column chunks starts in the subproblem (off[7]: the total).
+  template <class Width>
+  static std::array<index_t, 8> chunk_offsets(Width w) {
+    std::array<index_t, 8> off{};
+    for (int p = 0; p < 7; ++p) off[p + 1] = off[p] + w(p);
+    return off;
+  }
   template <class T, class Width>
   void exchange_in(const Comm& peers, const T* sums, index_t quarter, T* sub, index_t L,
                    index_t rows, Width w, int me) const {
-    index_t total_w = 0;
-    std::array<index_t, 8> off{};
-    for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
+    const std::array<index_t, 8> off = chunk_offsets(w);
+    const index_t total_w = off[7];
     Requests rq;
     for (int p = 0; p < 7; ++p) {
       if (p == me || w(p) * rows == 0) continue;
@@ -410,9 +419,8 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T, class Width>
   void exchange_out(const Comm& peers, const T* prod, T* mall, index_t quarter, index_t L,
                     index_t rows, Width w, int me) const {
-    index_t total_w = 0;
-    std::array<index_t, 8> off{};
-    for (int p = 0; p < 7; ++p) total_w += w(p), off[p + 1] = off[p] + w(p);
+    const std::array<index_t, 8> off = chunk_offsets(w);
+    const index_t total_w = off[7];
     Requests rq;
     for (int p = 0; p < 7; ++p)
       if (p != me && quarter > 0) peers.irecv(mall + p * quarter, quarter, p, 22, rq);
@@ -436,8 +444,7 @@ class Caps final : public AlgorithmBase<Caps> {
   void arriving_leaf(Engine& e, const Stage& st, int depth, const Comm& peers, const T* sa, index_t qa,
                      const T* sb, index_t qb, T* A, T* B, T* C, WidthA wa, WidthB wb, int me) {
     const index_t lm = st.lm(), lk = st.lk();  // one leaf, one row part (m = 1)
-    std::array<index_t, 8> oa{}, ob{};
-    for (int p = 0; p < 7; ++p) oa[p + 1] = oa[p] + wa(p), ob[p + 1] = ob[p] + wb(p);
+    const std::array<index_t, 8> oa = chunk_offsets(wa), ob = chunk_offsets(wb);
     std::array<bool, 7> have_a{}, have_b{}, touched{};
     std::vector<MPI_Request> recvs;
     std::vector<int> from;  // p for A's piece from p, 7 + p for B's
@@ -598,11 +605,9 @@ class Caps final : public AlgorithmBase<Caps> {
       // C zeroed; per product: its sums read the quadrants they use and write one; its product
       // is read once and every quadrant it feeds is read and written.
       double local = 4 * qc;
-      for (int j = 0; j < 7; ++j) {
-        int ua = 0, ub = 0, uc = 0;
-        for (int q = 0; q < 4; ++q) ua += f_.a[j][q] != 0, ub += f_.b[j][q] != 0, uc += f_.c[j][q] != 0;
-        local += (ua + 1) * qa + (ub + 1) * qb + (1 + 2 * uc) * qc;
-      }
+      for (int j = 0; j < 7; ++j)
+        local += (used_quadrants(f_.a, j).n + 1) * qa + (used_quadrants(f_.b, j).n + 1) * qb +
+                 (1 + 2 * used_quadrants(f_.c, j).n) * qc;
       n.local += mult * local;
       counts(st.child_dfs(), depth + 1, 7 * mult, n);
       return;
@@ -656,18 +661,22 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
   return std::max(peak, live + leaf_extra + ws);
 }
 
+std::optional<std::pair<int, int>> caps_factors(int P) {
+  int m = P, k = 0;
+  while (m > 0 && m % 7 == 0) m /= 7, ++k;
+  if (m < 1 || m > 6) return std::nullopt;
+  return std::make_pair(m, k);
+}
+
 std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o) {
   const Engine* engine = o.engine;
   const Dtype dt = o.dtype;
   const int P = world.size();
-  int k7 = 0, m = P;
-  while (m % 7 == 0) m /= 7, ++k7;
-  if (m > 6) {
+  const auto factors = caps_factors(P);
+  if (!factors) {
     int lo = 1, hi = 1;
     for (int p = 1; p <= 6 * 7 * 7 * 7 * 7; ++p) {
-      int mm = p, kk = 0;
-      while (mm % 7 == 0) mm /= 7, ++kk;
-      if (mm > 6) continue;
+      if (!caps_factors(p)) continue;
       if (p < P) lo = p;
       if (p > P) { hi = p; break; }
     }
@@ -675,6 +684,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
                      ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
                      " ranks, or --algo summa");
   }
+  const auto [m, k7] = *factors;
   std::vector<CapsSteps> sequences;
   if (o.caps_steps) {
     const CapsSteps& steps = *o.caps_steps;
@@ -721,7 +731,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     for (const BilinearFormula* f : formulas) {
       cands.push_back(std::make_unique<Caps>(world, s, m, k7, seq, *f));
       const CommEstimate e = cands.back()->analytic();
-      t.push_back(mm.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem));
+      t.push_back(predicted_seconds(mm, e, elem));
       words.push_back(e.words_max);
     }
   const std::size_t best = words_first_choice(t, words);

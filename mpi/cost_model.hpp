@@ -25,6 +25,13 @@ struct MachineModel {
   }
 };
 
+// The predicted seconds of an algorithm's analytic counts (a CommEstimate, algorithm.hpp) with
+// elements of `elem` bytes.
+template <class Estimate>
+double predicted_seconds(const MachineModel& m, const Estimate& e, double elem) {
+  return m.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem);
+}
+
 // Choices among grids or algorithms whose predicted times lie within this fraction of the
 // fastest go to the one that moves the fewest words. The model prices words at the calibrated
 // point-to-point bandwidth, but ranks that all communicate at once share the memory system or
