@@ -213,7 +213,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   double error_growth() const override { return std::pow(12.0, levels_run_); }
   int levels_run() const override { return levels_run_; }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    const int L = levels_for(m, n, k);
+    const int L = levels_for(m, n, k, dispatch(dt, [](auto tag) { return sizeof(real_t<typename decltype(tag)::type>); }));
     const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
@@ -222,7 +222,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
                   const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
-    const int levels = levels_for(m, n, k);
+    const int levels = levels_for(m, n, k, sizeof(real_t<T>));
     arena_.reserve(arena_bytes<T>(m, n, k, levels));
     if (emulation_) {
       // the levels the recursion will run (it stops where a dimension falls below 2)
@@ -242,12 +242,14 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   }
 
  private:
-  int levels_for(index_t m, index_t n, index_t k) const {
+  int levels_for(index_t m, index_t n, index_t k, std::size_t real_bytes) const {
     if (this->o_.levels >= 0) return this->o_.levels;
     // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an
-    // H100, a level pays off only while the leaves stay at 16384 or more (32768: 1 level 3.45x
-    // cuBLAS, 2 levels 2.97x, 3 levels 2.02x; docs/performance.md).
-    const index_t floor = emulation_ ? 16384 : 0;
+    // H100, an f32 level pays off only while the leaves stay at 16384 or more (32768: 1 level
+    // 3.45x cuBLAS, 2 levels 2.97x, 3 levels 2.02x); an f64 level lost at every size measured
+    // (32768: level 0 1.69x, level 1 1.59x), so f64 leaves stay at 32768 or more
+    // (docs/performance.md).
+    const index_t floor = !emulation_ ? 0 : real_bytes == 8 ? 32768 : 16384;
     const index_t tau1 = std::max(this->o_.tau1, 2 * floor), tau2 = std::max(this->o_.tau2, 2 * floor);
     index_t d = std::min({m, n, k});
     if (d < tau1) return 0;
