@@ -1,6 +1,7 @@
 // The GPU engines (cuda/), seen from the rest of distmm without CUDA headers. Built when CUDA is;
 // otherwise gpu_none.cpp provides the same functions, which then say that GPUs are not built.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -37,5 +38,18 @@ struct GpuBenchOptions {
   std::string json;
 };
 int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os);
+
+// `distmm xt-bench`: cuBLASXt on host-resident matrices over the node's GPUs (the multi-GPU
+// benchmark's baseline).
+struct XtBenchOptions {
+  std::vector<long long> sizes{16384};
+  std::string dtype = "f32";
+  int gpus = 0;       // 0: every visible GPU
+  int block_dim = 0;  // cublasXtSetBlockDim (0: cuBLASXt's default)
+  int repeat = 3;
+  std::uint64_t seed = 42;
+  std::string json;
+};
+int xt_bench_command(const XtBenchOptions& o, std::ostream& os);
 
 }  // namespace distmm

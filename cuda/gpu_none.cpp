@@ -11,5 +11,8 @@ int tune_command(const TuneOptions&, std::ostream&) {
 int gpu_bench_command(const GpuBenchOptions&, std::ostream&) {
   throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON for gpu-bench");
 }
+int xt_bench_command(const XtBenchOptions&, std::ostream&) {
+  throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON for xt-bench");
+}
 
 }  // namespace distmm

@@ -48,7 +48,7 @@ NcclLibrary load() {
     bool ok = bind(h, lib.GetVersion, "ncclGetVersion") && bind(h, lib.GetErrorString, "ncclGetErrorString") &&
               bind(h, lib.GetUniqueId, "ncclGetUniqueId") && bind(h, lib.CommInitRank, "ncclCommInitRank") &&
               bind(h, lib.CommDestroy, "ncclCommDestroy") && bind(h, lib.Broadcast, "ncclBroadcast") &&
-              bind(h, lib.AllReduce, "ncclAllReduce") && bind(h, lib.ReduceScatter, "ncclReduceScatter") &&
+              bind(h, lib.AllReduce, "ncclAllReduce") && bind(h, lib.Reduce, "ncclReduce") && bind(h, lib.ReduceScatter, "ncclReduceScatter") &&
               bind(h, lib.AllGather, "ncclAllGather") && bind(h, lib.Send, "ncclSend") &&
               bind(h, lib.Recv, "ncclRecv") && bind(h, lib.GroupStart, "ncclGroupStart") &&
               bind(h, lib.GroupEnd, "ncclGroupEnd");

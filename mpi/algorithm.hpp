@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <array>
@@ -15,6 +16,7 @@
 #include "../node/strassen_formulas.hpp"
 #include "../src/core/matrix.hpp"
 #include "comm.hpp"
+#include "device_space.hpp"
 #include "partition.hpp"
 
 namespace distmm {
@@ -46,6 +48,10 @@ struct AlgoOptions {
   std::array<int, 3> cuboid_grid{0, 0, 0};  // cuboid: pm x pn x pk (0: chosen by the cost model)
   int cuboid_steps = 0;                     // cuboid: sequential k-steps (0: by the memory limit)
   std::size_t mem_limit = 0;  // bytes per rank (0 = the machine's share)
+  // The blocks will live on the rank's GPU (a device-resident run): algorithms size their steps
+  // for the GPU engine (whole-k local products where memory allows) instead of the host's cache.
+  bool device_resident = false;
+  std::size_t device_limit = 0;  // device bytes per rank for the algorithm's buffers (0: no limit)
   const Engine* engine = nullptr;  // CAPS: the local engine, for its memory estimate
   Dtype dtype = Dtype::f64;
 };
@@ -95,6 +101,23 @@ class DistAlgorithm {
     multiply<T>(e, alpha, A.view(), B.view(), beta, C.view());
   }
   virtual void multiply_call(Engine& e, const MultiplyCall& call) = 0;
+
+  // Device-resident multiply (device_space.hpp): A, B and C point into this rank's GPU memory,
+  // and every buffer and transfer of the algorithm stays there. Algorithms without one run
+  // host-staged (their blocks in host memory, each local product staged through the GPU).
+  virtual bool runs_on_device() const { return false; }
+  // Collective, once before the timed multiplies: the algorithm's device communicators.
+  virtual void prepare_device(DeviceSpace& space) { (void)space; }
+  virtual void multiply_device(DeviceSpace& space, const MultiplyCall& call) {
+    (void)space, (void)call;
+    throw std::logic_error(name() + " has no device-resident multiply");
+  }
+  // Device bytes the device-resident multiply allocates besides A, B and C (its buffers and the
+  // engine's workspace for its largest local product).
+  virtual std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& space) const {
+    (void)dt, (void)space;
+    return 0;
+  }
   // Peak bytes this rank holds during multiply(), inputs and outputs included.
   virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
   virtual CommEstimate analytic() const = 0;
@@ -140,19 +163,37 @@ class DistAlgorithm {
   std::vector<double> phase_seconds_;
 };
 
-// Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype).
+// An algorithm with a device-resident multiply: Derived::run_device<T>(DeviceSpace&, ...).
+template <class D>
+concept HasDeviceRun = D::kRunsOnDevice;
+
+// Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype), and
+// multiply_device into Derived::run_device<T> where the algorithm has one.
 template <class Derived>
 class AlgorithmBase : public DistAlgorithm {
  public:
   void multiply_call(Engine& e, const MultiplyCall& c) override {
+    typed(c, [&](auto... args) { static_cast<Derived*>(this)->run(e, args...); });
+  }
+  bool runs_on_device() const override { return HasDeviceRun<Derived>; }
+  void multiply_device(DeviceSpace& s, const MultiplyCall& c) override {
+    if constexpr (HasDeviceRun<Derived>)
+      typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
+    else
+      DistAlgorithm::multiply_device(s, c);
+  }
+
+ private:
+  // f(alpha, A, B, beta, C) with the call's typed values and views.
+  template <class F>
+  static void typed(const MultiplyCall& c, F&& f) {
     dispatch(c.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto view = [](const LocalBlock& b) {
         return MatrixView<const T>{static_cast<const T*>(b.data), b.rows, b.cols, b.ld};
       };
-      static_cast<Derived*>(this)->template run<T>(
-          e, *static_cast<const T*>(c.alpha), view(c.A), view(c.B), *static_cast<const T*>(c.beta),
-          MatrixView<T>{static_cast<T*>(c.C), c.c_rows, c.c_cols, c.ldc});
+      f(*static_cast<const T*>(c.alpha), view(c.A), view(c.B), *static_cast<const T*>(c.beta),
+        MatrixView<T>{static_cast<T*>(c.C), c.c_rows, c.c_cols, c.ldc});
     });
   }
 };

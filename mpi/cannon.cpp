@@ -106,7 +106,73 @@ class Cannon final : public AlgorithmBase<Cannon> {
     }
   }
 
+  // The same on device buffers: the shifts by NCCL (or MPI through host memory) on the comm
+  // lane while the current blocks' product runs on the compute lane. A and B are contiguous
+  // (ld = rows), as the device-resident run allocates them.
+  static constexpr bool kRunsOnDevice = true;
+  void prepare_device(DeviceSpace& sp) override {
+    if (!dev_) dev_ = sp.comm(grid_.comm());
+  }
+  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
+    const index_t words = q_ > 1 ? 2 * (mi * kl + kl * nj) : 0;
+    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, kl, dt);
+  }
+
+  template <class T>
+  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    prepare_device(sp);
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), kmax = pk_.max_size();
+    auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
+    if (q_ > 1)
+      for (int b = 0; b < 2; ++b) {  // kept across multiplies (grow-only)
+        reserve(sp, dev_abuf_[b], std::size_t(mi * kmax) * sizeof(T));
+        reserve(sp, dev_bbuf_[b], std::size_t(kmax * nj) * sizeof(T));
+      }
+    T* abuf[2] = {dev_abuf_[0].as<T>(), dev_abuf_[1].as<T>()};
+    T* bbuf[2] = {dev_bbuf_[0].as<T>(), dev_bbuf_[1].as<T>()};
+
+    sp.comm_waits_for_compute();  // the operands are ready
+    int l = (i + j) % q_;
+    const T* cur_a = A.data;
+    const T* cur_b = B.data;
+    dev_->group_start();  // initial skew, both operands at once
+    if (i % q_) {
+      dev_->sendrecv(A.data, mi * pk_.size(j), at(i, j - i), abuf[0], mi * pk_.size(l), at(i, j + i));
+      cur_a = abuf[0];
+    }
+    if (j % q_) {
+      dev_->sendrecv(B.data, pk_.size(i) * nj, at(i - j, j), bbuf[0], pk_.size(l) * nj, at(i + j, j));
+      cur_b = bbuf[0];
+    }
+    dev_->group_end();
+    for (int s = 0; s < q_; ++s) {
+      l = (i + j + s) % q_;
+      const index_t kl = pk_.size(l);
+      T* next_a = abuf[(s + 1) % 2];
+      T* next_b = bbuf[(s + 1) % 2];
+      sp.compute_waits_for_comm();  // this step's blocks arrived
+      if (s + 1 < q_) {
+        sp.comm_waits_for_compute();  // the product that read the next buffers (s - 1) is done
+        const index_t kn = pk_.size((l + 1) % q_);
+        dev_->group_start();
+        dev_->sendrecv(cur_a, mi * kl, at(i, j - 1), next_a, mi * kn, at(i, j + 1));
+        dev_->sendrecv(cur_b, kl * nj, at(i - 1, j), next_b, kn * nj, at(i + 1, j));
+        dev_->group_end();
+      }
+      sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, cur_a, std::max<index_t>(mi, 1), cur_b,
+                 std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data, C.ld);
+      step_done(s + 1, q_);
+      cur_a = next_a;
+      cur_b = next_b;
+    }
+  }
+
  private:
+  std::unique_ptr<DeviceComm> dev_;
+  DeviceBlock dev_abuf_[2], dev_bbuf_[2];
   GemmShape s_;
   int q_;
   CartGrid grid_;

@@ -181,7 +181,124 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     step_done(g_.steps + 1, g_.steps + 1);
   }
 
+  // The same on device buffers. NCCL's gathers and reductions take equal parts, so uneven
+  // parts travel padded to the largest (the words counted are the unpadded ones, as on the
+  // host) and are compacted by a device copy; the gathers of the next k-step run on the comm
+  // lane while this step's product runs on the compute lane.
+  static constexpr bool kRunsOnDevice = true;
+  void prepare_device(DeviceSpace& sp) override {
+    if (!active_ || dev_ready_) return;
+    if (g_.pn > 1) dev_a_ = sp.comm(a_comm_);
+    if (g_.pm > 1) dev_b_ = sp.comm(b_comm_);
+    if (g_.pk > 1) dev_c_ = sp.comm(c_comm_);
+    dev_ready_ = true;
+  }
+  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kc = (pk_.max_size() + g_.steps - 1) / g_.steps;
+    const index_t wa = (kc + g_.pn - 1) / g_.pn, wb = (nj + g_.pm - 1) / g_.pm, wc = (nj + g_.pk - 1) / g_.pk;
+    index_t words = 0;
+    if (g_.pn > 1) words += 2 * mi * kc + 2 * mi * wa * g_.pn + 2 * mi * wa;
+    if (g_.pm > 1) words += 2 * kc * nj + 2 * kc * wb * g_.pm + 2 * kc * wb;
+    if (g_.pk > 1) words += mi * nj + mi * wc * g_.pk + mi * wc;
+    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, kc, dt);
+  }
+
+  template <class T>
+  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    reset_phases();
+    if (!active_) return;
+    prepare_device(sp);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
+    const index_t kmax = step_size(l_, 0);
+    const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
+    // Padded part sizes (the first part is the largest).
+    const index_t wa_max = share(kmax, g_.pn, 0), wb_max = share(nj, g_.pm, 0), wc_max = share(nj, g_.pk, 0);
+    auto grow = [&](DeviceBlock& b, index_t elems) { reserve(sp, b, std::size_t(elems) * sizeof(T)); };
+    for (int b = 0; b < 2; ++b) {
+      if (gather_a) grow(dev_buf_[0][b], mi * kmax), grow(dev_buf_[1][b], mi * wa_max * g_.pn), grow(dev_buf_[2][b], mi * wa_max);
+      if (gather_b) grow(dev_buf_[3][b], kmax * nj), grow(dev_buf_[4][b], kmax * wb_max * g_.pm), grow(dev_buf_[5][b], kmax * wb_max);
+    }
+    if (reduce_c) grow(dev_buf_[6][0], mi * nj), grow(dev_buf_[6][1], mi * wc_max * g_.pk), grow(dev_buf_[7][0], mi * wc_max);
+    auto buf = [&](int which, int slot) { return dev_buf_[which][slot].template as<T>(); };
+    // Gathers `parts` parts of rows x (share(cols, parts, q)) columns, padded to the first
+    // part's width, from `mine` (this rank's part, leading dimension ld) into `out` (rows x
+    // cols, contiguous), through `send` and `padded` where the parts differ.
+    auto gather = [&](DeviceComm& dc, int parts, int me, index_t rows, index_t cols, const T* mine, index_t ld,
+                      T* send, T* padded, T* out) {
+      const index_t wmax = share(cols, parts, 0), w = share(cols, parts, me);
+      const bool even = cols % parts == 0;
+      if (ld != rows || !even) {  // this rank's part, packed and padded
+        sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm);
+        mine = send;
+      }
+      dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
+      if (!even)
+        for (int q = 0; q < parts; ++q)
+          sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
+                  std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
+    };
+
+    StepOperands<T> ops[2];
+    index_t a_col0 = 0;
+    auto post = [&](int c, int slot) {
+      const index_t kc = step_size(l_, c), k0 = step_begin(l_, c);
+      const index_t wa = share(kc, g_.pn, j_);
+      StepOperands<T>& o = ops[slot];
+      if (gather_a) {
+        gather(*dev_a_, g_.pn, j_, mi, kc, A.data + a_col0 * A.ld, A.ld, buf(2, slot), buf(1, slot), buf(0, slot));
+        o.a = buf(0, slot), o.lda = std::max<index_t>(mi, 1);
+      } else {
+        o.a = A.data + a_col0 * A.ld, o.lda = A.ld;
+      }
+      a_col0 += wa;
+      if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j)
+        gather(*dev_b_, g_.pm, i_, kc, nj, B.data + k0, B.ld, buf(5, slot), buf(4, slot), buf(3, slot));
+        o.b = buf(3, slot), o.ldb = std::max<index_t>(kc, 1);
+      } else {
+        o.b = B.data + k0, o.ldb = B.ld;
+      }
+    };
+
+    T* cp = reduce_c ? buf(6, 0) : C.data;
+    const index_t ldc = reduce_c ? std::max<index_t>(mi, 1) : C.ld;
+    sp.comm_waits_for_compute();  // the operands are ready
+    post(0, 0);
+    for (int c = 0; c < g_.steps; ++c) {
+      const int slot = c % 2;
+      sp.compute_waits_for_comm();
+      if (c + 1 < g_.steps) {
+        sp.comm_waits_for_compute();
+        post(c + 1, 1 - slot);
+      }
+      const T first = reduce_c ? T(0) : beta;
+      sp.gemm<T>(Op::N, Op::N, mi, nj, step_size(l_, c), alpha, ops[slot].a, ops[slot].lda, ops[slot].b,
+                 ops[slot].ldb, c == 0 ? first : T(1), cp, ldc);
+      step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
+    }
+    if (!reduce_c) return;
+    // Sum the pk partials and keep this rank's columns: C = sum + beta C.
+    const T* send = cp;
+    if (nj % g_.pk != 0) {  // parts padded to the widest
+      sp.comm_waits_for_compute();
+      for (int q = 0; q < g_.pk; ++q)
+        sp.copy(buf(6, 1) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
+                std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
+      send = buf(6, 1);
+    } else {
+      sp.comm_waits_for_compute();
+    }
+    dev_c_->reduce_scatter_parts(send, buf(7, 0), part_counts(nj, g_.pk, mi));
+    sp.compute_waits_for_comm();
+    sp.add_scaled<T>(C.data, C.ld, buf(7, 0), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), beta);
+    step_done(g_.steps + 1, g_.steps + 1);
+  }
+
  private:
+  std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;
+  bool dev_ready_ = false;
+  DeviceBlock dev_buf_[8][2];  // A: gathered, padded, sent; B: the same; C: partial, padded; mine
   // Part q of `parts` of n (the first n % parts one larger): the split of every block.
   static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
   // Elements of each part of a collective over `parts` ranks: `scale` times each share of n.
@@ -260,7 +377,11 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   const int P = world.size();
   const std::size_t elem = size_of(o.dtype);
   const MachineModel mm = machine_model(world);
-  const double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
+  double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
+  // Device-resident: the GPU's share (its buffers' limit plus this rank's 1/P of the operands).
+  if (o.device_resident && o.device_limit > 0)
+    limit = double(o.device_limit) +
+            (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) * double(elem) / std::max(P, 1);
   if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
     CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
     if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)

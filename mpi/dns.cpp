@@ -94,7 +94,64 @@ class Dns final : public AlgorithmBase<Dns> {
     step_done(3, 3);
   }
 
+  // The same on device buffers, each step's transfers on the comm lane (DNS has no steps to
+  // overlap: the product needs both broadcasts, and the reduction needs the product).
+  static constexpr bool kRunsOnDevice = true;
+  void prepare_device(DeviceSpace& sp) override {
+    if (!dev_depth_) dev_depth_ = sp.comm(depth_), dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
+  }
+  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
+    return static_cast<std::size_t>(mi * kl + kl * nj + mi * nj) * size_of(dt) + sp.engine_workspace(mi, nj, kl, dt);
+  }
+
+  template <class T>
+  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    prepare_device(sp);
+    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
+    reserve(sp, dev_a_, std::size_t(mi * kl) * sizeof(T));
+    reserve(sp, dev_b_, std::size_t(kl * nj) * sizeof(T));
+    T* a = dev_a_.as<T>();
+    T* b = dev_b_.as<T>();
+    sp.comm_waits_for_compute();
+    // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
+    dev_depth_->group_start();
+    if (l == 0) {
+      if (j != 0) dev_depth_->send(A.data, A.rows * A.cols, j);
+      if (i != 0) dev_depth_->send(B.data, B.rows * B.cols, i);
+    }
+    if (l == j && l != 0) dev_depth_->recv(a, mi * kl, 0);
+    if (l == i && l != 0) dev_depth_->recv(b, kl * nj, 0);
+    dev_depth_->group_end();
+    if (l == 0 && j == 0) sp.copy(a, std::max<index_t>(mi, 1), A.data, A.ld, mi, kl, Lane::comm);
+    if (l == 0 && i == 0) sp.copy(b, std::max<index_t>(kl, 1), B.data, B.ld, kl, nj, Lane::comm);
+    step_done(1, 3);
+    // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
+    dev_row_->broadcast(a, mi * kl, l);
+    dev_col_->broadcast(b, kl * nj, l);
+    sp.compute_waits_for_comm();
+    step_done(2, 3);
+    // 3. Multiply, and sum the q partial products onto the base plane.
+    T* out = C.data;
+    index_t ldo = C.ld;
+    if (l != 0) {
+      reserve(sp, dev_partial_, std::size_t(mi * nj) * sizeof(T));
+      out = dev_partial_.as<T>(), ldo = std::max<index_t>(mi, 1);
+    }
+    sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, a, std::max<index_t>(mi, 1), b, std::max<index_t>(kl, 1),
+               l == 0 ? beta : T(0), out, ldo);
+    sp.comm_waits_for_compute();
+    dev_depth_->reduce_sum(out, out, mi * nj, 0);
+    sp.compute_waits_for_comm();
+    step_done(3, 3);
+  }
+
  private:
+  std::unique_ptr<DeviceComm> dev_depth_, dev_row_, dev_col_;
+  DeviceBlock dev_a_, dev_b_, dev_partial_;
   GemmShape s_;
   int q_;
   CartGrid grid_;

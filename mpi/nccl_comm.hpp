@@ -35,6 +35,12 @@ class NcclComm {
     count(n);
     check(lib().AllReduce(buf, buf, units<T>(n), nccl_type<T>(), ncclSum, comm_, s), "ncclAllReduce");
   }
+  // recv (on root) = the sum over ranks of send.
+  template <class T>
+  void reduce_sum(const T* send, T* recv, index_t n, int root, cudaStream_t s) const {
+    if (rank_ != root) count(n);
+    check(lib().Reduce(send, recv, units<T>(n), nccl_type<T>(), ncclSum, root, comm_, s), "ncclReduce");
+  }
   // recv (n x size) = every rank's n elements of send, in rank order.
   template <class T>
   void all_gather(const T* send, T* recv, index_t n, cudaStream_t s) const {

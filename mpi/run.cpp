@@ -106,28 +106,12 @@ T scalar(std::complex<double> v) {
   else return static_cast<T>(v.real());
 }
 
+// Names non-finite inputs before any work (file coordinates for transposed files): refused
+// unless --allow-nonfinite, and then verified in full. Returns the verification to run.
 template <class T>
-void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine& engine,
-               RunReport& rec, const Files& files, NpyOutput* out, std::size_t budget) {
+Verify check_inputs(const RunSpec& o, const Comm& world, const DistMatrix<T>& A, const DistMatrix<T>& B,
+                    const DistMatrix<T>* C0, RunReport& rec, std::size_t budget) {
   const Dtype dt = dtype_of<T>();
-  const bool keep_c0 = o.beta != 0.0;
-
-  DistMatrix<T> A(o.m, o.k, algo.piece_a()), B(o.k, o.n, algo.piece_b()),
-      C(o.m, o.n, algo.piece_c()), C0;
-  if (!o.a_path.empty()) {
-    npy_read_piece(files.a, o.transa, A, world);
-    npy_read_piece(files.b, o.transb, B, world);
-  } else {
-    fill_random(A, o.seed, Stream::A, o.fill);
-    fill_random(B, o.seed, Stream::B, o.fill);
-  }
-  if (keep_c0) {
-    C0 = DistMatrix<T>(o.m, o.n, algo.piece_c());
-    if (!o.c_path.empty()) npy_read_piece(files.c, Op::N, C0, world);
-    else fill_random(C0, o.seed, Stream::C, o.fill);
-  }
-
-  // Non-finite inputs are named before any work (file coordinates for transposed files).
   struct Operand {
     const char* name;
     const DistMatrix<T>* M;
@@ -135,7 +119,7 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
   };
   index_t nonfinite_inputs = 0;
   for (const Operand& in : {Operand{"A", &A, o.transa != Op::N}, Operand{"B", &B, o.transb != Op::N},
-                            Operand{"C0", keep_c0 ? &C0 : nullptr, false}}) {
+                            Operand{"C0", C0, false}}) {
     if (!in.M) continue;
     const NonFinite nf = find_nonfinite(*in.M, world);
     if (!nf.any()) continue;
@@ -161,22 +145,13 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
     rec.notes.push_back("non-finite inputs: verified in full (NaN/Inf positions against the reference's) "
                         "instead of by Freivalds' check");
   }
+  return verify;
+}
 
-  const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
-  CommCounters counted;
-  for (int r = -o.warmup; r < o.repeat; ++r) {
-    if (keep_c0) std::copy(C0.local.data(), C0.local.data() + C0.local.size(), C.local.data());
-    comm_counters() = CommCounters{};
-    if (o.repetition_started) o.repetition_started();
-    world.barrier();
-    double t0 = MPI_Wtime();
-    algo.multiply(engine, alpha, A.local, B.local, beta, C.local);
-    double t = world.allreduce_max_uncounted(MPI_Wtime() - t0);
-    counted = comm_counters();
-    if (r >= 0) rec.times.push_back(t);
-  }
-
-  // Phase times of the last repetition, max and mean over ranks (same names on every rank).
+// Phase times (max and mean over ranks, same names on every rank) and the measured
+// communication of the last repetition.
+void collect_measurements(const Comm& world, const DistAlgorithm& algo, const CommCounters& counted,
+                          RunReport& rec) {
   {
     std::vector<double> t = algo.phase_seconds();
     const std::vector<std::string> names = algo.phase_names();
@@ -195,12 +170,83 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
   MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, world.get());
   rec.words_max = mx[0], rec.messages_max = mx[1];
   rec.words_mean = sum[0] / world.size(), rec.messages_mean = sum[1] / world.size();
+}
+
+// The tolerance follows what ran: the engine's levels on every rank (the largest counts) and
+// the algorithm's Strassen-like steps; one value, shared, so every rank decides alike.
+double error_growth(const Comm& world, const DistAlgorithm& algo, const Engine& engine, RunReport& rec) {
+  rec.engine_levels_run = world.allreduce_max_uncounted(engine.levels_run());
+  rec.error_growth = world.allreduce_max_uncounted(engine.error_growth()) * algo.error_growth();
+  return rec.error_growth;
+}
+
+// The inputs in host memory, in the algorithm's layout: read from the files or generated (C0
+// only with beta != 0).
+template <class T>
+struct HostInputs {
+  DistMatrix<T> A, B, C0;
+};
+template <class T>
+HostInputs<T> host_inputs(const RunSpec& o, const Comm& world, const DistAlgorithm& algo, const Files& files) {
+  HostInputs<T> in{DistMatrix<T>(o.m, o.k, algo.piece_a()), DistMatrix<T>(o.k, o.n, algo.piece_b()), {}};
+  if (!o.a_path.empty()) {
+    npy_read_piece(files.a, o.transa, in.A, world);
+    npy_read_piece(files.b, o.transb, in.B, world);
+  } else {
+    fill_random(in.A, o.seed, Stream::A, o.fill);
+    fill_random(in.B, o.seed, Stream::B, o.fill);
+  }
+  if (o.beta != 0.0) {
+    in.C0 = DistMatrix<T>(o.m, o.n, algo.piece_c());
+    if (!o.c_path.empty()) npy_read_piece(files.c, Op::N, in.C0, world);
+    else fill_random(in.C0, o.seed, Stream::C, o.fill);
+  }
+  return in;
+}
+
+// The verification's figures, and one collective verdict.
+void record_verdict(const VerifyResult& v, const Comm& world, RunReport& rec) {
+  rec.verify = v.method;
+  rec.residual = v.residual;
+  rec.tolerance = v.tolerance;
+  rec.rel_frobenius = v.rel_frobenius;
+  rec.max_abs = v.max_abs;
+  rec.passed = !world.any(!v.passed);
+  if (v.nonfinite_matched > 0)
+    rec.notes.push_back(std::to_string(v.nonfinite_matched) +
+                        " NaN/Inf entries of C, each where the reference has one (compared by position)");
+}
+
+template <class T>
+void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine& engine,
+               RunReport& rec, const Files& files, NpyOutput* out, std::size_t budget) {
+  const Dtype dt = dtype_of<T>();
+  const bool keep_c0 = o.beta != 0.0;
+
+  auto [A, B, C0] = host_inputs<T>(o, world, algo, files);
+  DistMatrix<T> C(o.m, o.n, algo.piece_c());
+
+  const Verify verify = check_inputs(o, world, A, B, keep_c0 ? &C0 : nullptr, rec, budget);
+
+  const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
+  CommCounters counted;
+  for (int r = -o.warmup; r < o.repeat; ++r) {
+    if (keep_c0) std::copy(C0.local.data(), C0.local.data() + C0.local.size(), C.local.data());
+    comm_counters() = CommCounters{};
+    if (o.repetition_started) o.repetition_started();
+    world.barrier();
+    double t0 = MPI_Wtime();
+    algo.multiply(engine, alpha, A.local, B.local, beta, C.local);
+    double t = world.allreduce_max_uncounted(MPI_Wtime() - t0);
+    counted = comm_counters();
+    if (r >= 0) rec.times.push_back(t);
+  }
+
+  collect_measurements(world, algo, counted, rec);
 
   // The tolerance follows what ran: the engine's levels on every rank (the largest counts) and
   // the algorithm's Strassen-like steps; one value, shared, so every rank decides alike.
-  rec.engine_levels_run = world.allreduce_max_uncounted(engine.levels_run());
-  const double growth = world.allreduce_max_uncounted(engine.error_growth()) * algo.error_growth();
-  rec.error_growth = growth;
+  const double growth = error_growth(world, algo, engine, rec);
   if (verify != Verify::none) {
     double tol = verify_tolerance(dt, o.k, growth);
     VerifyResult v =
@@ -208,19 +254,111 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
             ? verify_full(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, tol, world)
             : verify_freivalds(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
                                o.seed + 1000003, tol, world);
-    rec.verify = v.method;
-    rec.residual = v.residual;
-    rec.tolerance = v.tolerance;
-    rec.rel_frobenius = v.rel_frobenius;
-    rec.max_abs = v.max_abs;
-    rec.passed = !world.any(!v.passed);  // one collective verdict
-    if (v.nonfinite_matched > 0)
-      rec.notes.push_back(std::to_string(v.nonfinite_matched) +
-                          " NaN/Inf entries of C, each where the reference has one (compared by position)");
+    record_verdict(v, world, rec);
   }
   // The product reaches its file only when verified (or unverified by request).
   if (out && rec.passed) {
     out->write(C);
+    out->commit();
+  }
+}
+
+
+// The device-resident run (DeviceSpace): A, B and C (and C0) live in the rank's GPU memory for
+// the whole run. Random inputs are generated there (the host generator's values, by global
+// index); files are read once on the host and copied once; C comes back only for --out or a
+// full verification. The timed multiply is the algorithm's device multiply with data resident,
+// as `distmm gpu-bench` times a product; loading and storing are timed apart.
+template <class T>
+void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, DeviceSpace& sp,
+                      Engine& engine, RunReport& rec, const Files& files, NpyOutput* out,
+                      std::size_t budget) {
+  const bool keep_c0 = o.beta != 0.0;
+  Verify verify = o.verify;
+  DeviceDistMatrix A(sp, o.m, o.k, algo.piece_a(), sizeof(T)), B(sp, o.k, o.n, algo.piece_b(), sizeof(T)),
+      C(sp, o.m, o.n, algo.piece_c(), sizeof(T)), C0;
+  if (keep_c0) C0 = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
+  auto upload = [&](const DistMatrix<T>& h, DeviceDistMatrix& d) {
+    sp.upload(d.data<T>(), d.ld, h.local.data(), h.local.ld(), h.local.rows(), h.local.cols(), sizeof(T));
+  };
+  auto generate = [&](DeviceDistMatrix& d, Stream stream) {
+    for_each_run_block(d.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
+      sp.fill_random(d.data<T>() + lr + lc * d.ld, d.ld, nr, nc, gr, gc, o.seed, stream, o.fill, dtype_of<T>());
+    });
+  };
+  double t0 = 0;
+  if (!o.a_path.empty() || o.inputs_from_host) {
+    // Host inputs (files, or --from-host): read or generated on the host, then timed from the
+    // first copy onto the GPUs.
+    auto [ha, hb, hc0] = host_inputs<T>(o, world, algo, files);
+    verify = check_inputs(o, world, ha, hb, keep_c0 ? &hc0 : nullptr, rec, budget);
+    world.barrier();
+    t0 = MPI_Wtime();
+    upload(ha, A), upload(hb, B);
+    if (keep_c0) upload(hc0, C0);
+  } else {
+    world.barrier();
+    t0 = MPI_Wtime();
+    generate(A, Stream::A), generate(B, Stream::B);  // finite by construction
+    if (keep_c0) generate(C0, Stream::C);
+  }
+  sp.synchronize();
+  rec.load_seconds = world.allreduce_max_uncounted(MPI_Wtime() - t0);
+
+  const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
+  const Piece& pc = algo.piece_c();
+  const MultiplyCall call{dtype_of<T>(), &alpha, {A.data<T>(), A.piece.rows(), A.piece.cols(), A.ld},
+                          {B.data<T>(), B.piece.rows(), B.piece.cols(), B.ld}, &beta, C.data<T>(),
+                          pc.rows(), pc.cols(), C.ld};
+  algo.prepare_device(sp);  // communicators, once
+  CommCounters counted;
+  for (int r = -o.warmup; r < o.repeat; ++r) {
+    if (keep_c0) sp.copy(C.data<T>(), C.ld, C0.data<T>(), C0.ld, pc.rows(), pc.cols(), DeviceSpace::Lane::compute);
+    comm_counters() = CommCounters{};
+    if (o.repetition_started) o.repetition_started();
+    sp.synchronize();
+    world.barrier();
+    t0 = MPI_Wtime();
+    algo.multiply_device(sp, call);
+    sp.synchronize();
+    double t = world.allreduce_max_uncounted(MPI_Wtime() - t0);
+    counted = comm_counters();
+    if (r >= 0) rec.times.push_back(t);
+  }
+  collect_measurements(world, algo, counted, rec);
+  const double growth = error_growth(world, algo, engine, rec);
+
+  // C (and, for a full check, the inputs) back to the host only where it is needed.
+  DistMatrix<T> hC;
+  const bool need_c = (out != nullptr) || verify == Verify::full || o.inputs_from_host;
+  if (need_c) {
+    world.barrier();
+    t0 = MPI_Wtime();
+    hC = DistMatrix<T>(o.m, o.n, pc);
+    sp.download(hC.local.data(), hC.local.ld(), C.data<T>(), C.ld, pc.rows(), pc.cols(), sizeof(T));
+    rec.store_seconds = world.allreduce_max_uncounted(MPI_Wtime() - t0);
+  }
+  if (verify != Verify::none) {
+    const double tol = verify_tolerance(dtype_of<T>(), o.k, growth);
+    VerifyResult v;
+    if (verify == Verify::full) {
+      auto host = [&](const DeviceDistMatrix& d) {
+        DistMatrix<T> h(d.rows, d.cols, d.piece);
+        sp.download(h.local.data(), h.local.ld(), d.data<T>(), d.ld, d.piece.rows(), d.piece.cols(), sizeof(T));
+        return h;
+      };
+      DistMatrix<T> ha = host(A), hb = host(B), hc0;
+      if (keep_c0) hc0 = host(C0);
+      v = verify_full(ha, hb, hC, alpha, beta, keep_c0 ? &hc0 : nullptr, tol, world);
+    } else {
+      v = verify_freivalds_device(sp, A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
+                                  o.seed + 1000003, tol, world);
+      v.method = "freivalds (on the GPU)";
+    }
+    record_verdict(v, world, rec);
+  }
+  if (out && rec.passed) {
+    out->write(hC);
     out->commit();
   }
 }
@@ -237,6 +375,7 @@ struct Prepared {
   Dtype dt = Dtype::f64;
   std::size_t budget = 0;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<DeviceSpace> space;  // device-resident runs; outlives the algorithm's buffers
   std::unique_ptr<DistAlgorithm> algo;
   RunReport rec;
 };
@@ -258,12 +397,16 @@ Prepared prepare(const Comm& world, RunSpec o) {
                      to_string(*std::find_if(kAllDtypes.begin(), kAllDtypes.end(),
                                              [&](Dtype d) { return einfo.dtypes.contains(d); })));
   const int P = world.size();
+  // A GPU engine keeps the blocks on its GPU for the whole run, unless asked to stage them.
+  const bool on_gpu = engine_used && einfo.memory == Memory::device && !o.host_staged;
 
   // Refuse what cannot fit before anything is allocated, on every rank alike.
   const std::size_t budget =
       o.mem_limit ? *o.mem_limit : available_memory_bytes() / std::max(1, node_local_size());
+  const double operands = (double(o.m) * o.k + double(o.k) * o.n + double(o.m) * o.n * (o.beta != 0.0 ? 2 : 1)) *
+                          size_of(dt) / P;
   double least = (double(o.m) * o.k + double(o.k) * o.n + double(o.m) * o.n) * size_of(dt) / P;
-  if (least > double(budget))
+  if (!on_gpu && least > double(budget))
     throw UsageError("the operands alone need " + format_bytes(least) + " per rank but " +
                      format_bytes(double(budget)) +
                      " is available per rank: use more ranks, smaller sizes or a larger --mem-limit");
@@ -276,12 +419,35 @@ Prepared prepare(const Comm& world, RunSpec o) {
   o.algo_opts.engine = engine.get();
   o.algo_opts.dtype = dt;
   if (o.mem_limit) o.algo_opts.mem_limit = budget;
+  // The ranks of a node share its GPUs.
+  const double ranks_per_gpu = std::ceil(double(node_local_size()) / std::max(1, gpu_count()));
+  if (on_gpu) {
+    o.algo_opts.device_resident = true;
+    const double left = double(engine->device_free_bytes()) / ranks_per_gpu - operands;
+    o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
+  }
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
+  std::unique_ptr<DeviceSpace> space;
+  if (on_gpu && algo->runs_on_device()) space = make_device_space(*engine, world);  // collective
 
   double peak = double(algo->peak_bytes(dt, *engine));
   if (o.beta != 0.0) peak += double(algo->piece_c().rows()) * algo->piece_c().cols() * size_of(dt);
   peak = world.allreduce_max_uncounted(peak);
-  if (peak > double(budget)) {
+  if (space) {
+    // GPU memory, planned per rank before anything is allocated: the blocks of A, B and C (and
+    // C0), the algorithm's buffers and the engine's workspace.
+    auto bytes = [&](const Piece& p) { return double(p.rows()) * double(p.cols()) * size_of(dt); };
+    double need = bytes(algo->piece_a()) + bytes(algo->piece_b()) +
+                  bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) + double(algo->device_extra_bytes(dt, *space));
+    need = world.allreduce_max_uncounted(need);
+    const double free_min = -world.allreduce_max_uncounted(-double(space->free_bytes())) / ranks_per_gpu;
+    if (need > free_min)
+      throw UsageError("the device-resident run needs about " + format_bytes(need) + " of GPU memory per rank (" +
+                       algo->name() + ", " + engine->name() + ") but " + format_bytes(free_min) +
+                       " is free per rank: use more GPUs (ranks), a smaller --panel, --engine cublas or "
+                       "gpu-strassen-lowmem, or --host-staged");
+    peak = need;
+  } else if (peak > double(budget)) {
     const int ranks = static_cast<int>(std::ceil(P * peak / double(budget)));
     std::string alt = algo->name() == "caps" ? ", DFS steps (--caps-steps D...)" : "";
     if (engine->workspace_bytes(1024, 1024, 1024, dt) > 0) alt += ", --engine strassen-lowmem or blas";
@@ -290,13 +456,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
                      " is available per rank: use about " + std::to_string(ranks) + " ranks" + alt +
                      ", smaller sizes or a larger --mem-limit");
   }
-  // Per GPU: the ranks of a node share its GPUs; each rank's largest local call must fit.
-  if (engine->device_free_bytes() > 0) {
+  // Host-staged on a GPU: each rank's largest local call must fit in its share of the GPU.
+  if (!space && engine->device_free_bytes() > 0) {
     const index_t lm = algo->piece_c().rows(), ln = algo->piece_c().cols(),
                   lk = std::max(algo->piece_a().cols(), algo->piece_b().rows());
-    const int gpus = std::max(1, gpu_count());
-    const double per_gpu = double(engine->device_bytes(lm, ln, lk, dt)) *
-                           std::ceil(double(node_local_size()) / gpus);
+    const double per_gpu = double(engine->device_bytes(lm, ln, lk, dt)) * ranks_per_gpu;
     const double need = world.allreduce_max_uncounted(per_gpu);
     if (need > double(engine->device_free_bytes()))
       throw UsageError("the " + engine->name() + " engine needs about " + format_bytes(need) +
@@ -325,6 +489,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
   if (is_complex(dt)) rec.inputs += " (real and imaginary parts)";
   rec.output = o.out_path;
   rec.peak_bytes = peak;
+  rec.from_host = space && o.inputs_from_host;
+  if (space) rec.residency = "device (A, B, C on each rank's GPU; between GPUs: " + space->transport() + ")";
+  else if (engine_used && einfo.memory == Memory::device)
+    rec.residency = o.host_staged ? "host-staged (--host-staged)"
+                                  : "host-staged (" + algo->name() + " has no device-resident multiply yet)";
   rec.words_measured = algo->counts_words();
   CommEstimate est = algo->analytic();
   rec.analytic_words_max = est.words_max;
@@ -344,6 +513,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
   pr.dt = dt;
   pr.budget = budget;
   pr.engine = std::move(engine);
+  pr.space = std::move(space);
   pr.algo = std::move(algo);
   pr.rec = std::move(rec);
   return pr;
@@ -378,7 +548,9 @@ RunReport run(const Comm& world, RunSpec spec) {
   if (!o.out_path.empty()) out = std::make_unique<NpyOutput>(o.out_path, world);
   if (o.progress) algo->set_progress(o.progress);
   dispatch(dt, [&](auto tag) {
-    run_typed<typename decltype(tag)::type>(o, world, *algo, *engine, rec, files, out.get(), budget);
+    using T = typename decltype(tag)::type;
+    if (pr.space) run_typed_device<T>(o, world, *algo, *pr.space, *engine, rec, files, out.get(), budget);
+    else run_typed<T>(o, world, *algo, *engine, rec, files, out.get(), budget);
   });
   // After the multiply: what the engine chose and ran.
   rec.engine_detail = algo->uses_engine() ? engine->describe()
@@ -439,6 +611,10 @@ nlohmann::json to_json(const RunReport& r) {
                               ? (r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words
                               : 0.0;
   j["peak_bytes"] = r.peak_bytes;
+  j["residency"] = r.residency;
+  j["from_host"] = r.from_host;
+  j["load_seconds"] = r.load_seconds;
+  j["store_seconds"] = r.store_seconds;
   j["engine_levels_run"] = r.engine_levels_run;
   j["error_growth"] = r.error_growth;
   j["verify"] = r.verify;

@@ -42,6 +42,13 @@ struct RunSpec {
   std::string a_path, b_path, c_path, out_path;
   Op transa = Op::N, transb = Op::N;  // apply to the files
   bool allow_nonfinite = false;       // NaN/Inf inputs: run, and verify by position
+  // GPU engines: keep A, B and C in host memory and stage each local product through the GPU
+  // (the default keeps them on the GPUs for the whole run where the algorithm can).
+  bool host_staged = false;
+  // Device-resident runs: random inputs generated in host memory and copied onto the GPUs, C
+  // copied back (what a caller with host matrices pays; timed as load and store), instead of
+  // generated on the GPUs.
+  bool inputs_from_host = false;
   AlgoOptions algo_opts;
   EngineOptions engine_opts;
   std::function<void(int done, int total)> progress;  // after each step, on every rank
@@ -70,7 +77,13 @@ struct RunReport {
   double analytic_words_max = 0, analytic_words_mean = 0, analytic_messages_max = 0;
   double lower_bound_words = 0;
   std::string lower_bound;
-  double peak_bytes = 0;  // estimated per rank
+  double peak_bytes = 0;  // estimated per rank (GPU memory for device-resident runs)
+  // Where the blocks live ("device (...NCCL...)", "host-staged (why)"; empty for host engines),
+  // and, for device-resident runs, the seconds to load the inputs onto the GPUs and to store C
+  // back (max over ranks; outside the timed multiply).
+  std::string residency;
+  bool from_host = false;  // --from-host: the load and store are host-device copies
+  double load_seconds = 0, store_seconds = 0;
   int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
   // Seconds per phase of the algorithm in the last repetition, max and mean over ranks.
   struct Phase {

@@ -32,6 +32,19 @@ class Summa final : public AlgorithmBase<Summa> {
     width_ = o.panel > 0 ? o.panel
                          : std::clamp<index_t>((s.k + std::max(pr, pc) - 1) / std::max(pr, pc),
                                                256, 4096);
+    // On a GPU, whole owner blocks: a GPU engine's Strassen-like levels need large k, and the
+    // host's reason for narrow panels (C's traffic through a shared memory bus) does not apply.
+    // Halved while the double-buffered panels and the engine's workspace exceed the device limit.
+    if (o.device_resident && o.panel <= 0) {
+      width_ = std::max<index_t>(s.k, 1);
+      const index_t mi = pm_.max_size(), nj = pn_.max_size();
+      auto bytes = [&](index_t w) {
+        return double(2 * (mi * w + w * nj)) * size_of(o.dtype) +
+               (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
+      };
+      while (o.device_limit > 0 && width_ > 256 && bytes(width_) > double(o.device_limit))
+        width_ = (width_ + 1) / 2;
+    }
     // Panels never straddle an owner boundary of A's columns or B's rows.
     index_t k0 = 0;
     while (k0 < s.k) {
@@ -109,10 +122,77 @@ class Summa final : public AlgorithmBase<Summa> {
     }
   }
 
+  // The same on device buffers: the panels broadcast by NCCL (or MPI through host memory) on
+  // the comm lane while the previous panel's product runs on the compute lane.
+  static constexpr bool kRunsOnDevice = true;
+  void prepare_device(DeviceSpace& sp) override {
+    if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
+  }
+  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
+    const index_t words = (grid_.dim(1) > 1 ? 2 * mi * w : 0) + (grid_.dim(0) > 1 ? 2 * w * nj : 0);
+    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, w, dt);
+  }
+
+  template <class T>
+  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    prepare_device(sp);
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j);
+    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const index_t wmax = std::min(width_, s_.k);
+    const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
+    DeviceBlock* abuf = dev_abuf_;
+    DeviceBlock* bbuf = dev_bbuf_;
+    for (int b = 0; b < 2; ++b) {  // kept across multiplies (grow-only)
+      if (along_rows) reserve(sp, abuf[b], std::size_t(mi * wmax) * sizeof(T));
+      if (along_cols) reserve(sp, bbuf[b], std::size_t(wmax * nj) * sizeof(T));
+    }
+    StepOperands<T> ops[2];
+
+    auto post = [&](std::size_t t, int slot) {
+      const Panel& p = panels_[t];
+      StepOperands<T>& o = ops[slot];
+      if (j == p.owner_col && (!along_rows || A.ld == mi)) {
+        o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
+      } else {
+        if (j == p.owner_col) sp.copy(abuf[slot].as<T>(), mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        o.a = abuf[slot].as<T>(), o.lda = mi;
+      }
+      if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.owner_col);
+      if (i == p.owner_row && !along_cols) {
+        o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
+      } else {
+        if (i == p.owner_row) sp.copy(bbuf[slot].as<T>(), p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        o.b = bbuf[slot].as<T>(), o.ldb = p.width;
+      }
+      if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
+    };
+
+    sp.comm_waits_for_compute();  // the operands are ready
+    post(0, 0);
+    for (std::size_t t = 0; t < panels_.size(); ++t) {
+      const int slot = static_cast<int>(t % 2);
+      sp.compute_waits_for_comm();  // panel t arrived
+      if (t + 1 < panels_.size()) {
+        sp.comm_waits_for_compute();  // the product that read the other slot (t - 1) is done
+        post(t + 1, 1 - slot);
+      }
+      const StepOperands<T>& o = ops[slot];
+      sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[t].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
+                 std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
+      step_done(static_cast<int>(t + 1), static_cast<int>(panels_.size()));
+    }
+  }
+
  private:
   GemmShape s_;
   CartGrid grid_;
   Comm row_, col_;
+  std::unique_ptr<DeviceComm> dev_row_, dev_col_;
+  DeviceBlock dev_abuf_[2], dev_bbuf_[2];
   Partition1D pm_, pn_, pka_, pkb_;
   Piece pa_, pb_, pc_;
   index_t width_ = 512;

@@ -43,11 +43,14 @@ void local_matvec(const DistMatrix<T>& M, const std::vector<X>& x, std::vector<W
 
 }  // namespace
 
-template <class T>
-VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
-                              const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,
-                              int trials, std::uint64_t seed, double tol, const Comm& comm) {
-  const index_t m = C.rows, n = C.cols, k = A.cols;
+namespace {
+
+// Freivalds' check over any storage of the operands: matvec(which, x, xa, y, ya) adds this
+// rank's piece of operand `which` ('A', 'B', 'C' or '0' for C0) times x into y (by global row)
+// and |piece| xa into ya; the sums over ranks and the verdict are the same for host and device.
+template <class T, class Matvec>
+VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool with_c0, int trials,
+                       std::uint64_t seed, double tol, const Comm& comm, Matvec&& matvec) {
   VerifyResult res;
   res.method = "freivalds";
   res.trials = trials;
@@ -62,15 +65,15 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
     using W = Wide<T>;
     std::vector<W> yv(k, W(0));
     std::vector<double> ya(k, 0.0);
-    local_matvec(B, x, yv, xa, ya);
+    matvec('B', x, xa, yv, ya);
     comm.allreduce_sum_uncounted(yv.data(), k);
     comm.allreduce_sum_uncounted(ya.data(), k);
     // z = alpha A y + beta C0 x - C x with bound |alpha| |A| |B| |x| + |beta| |C0| |x|.
     std::vector<W> az(m, W(0)), cz(m, W(0)), c0z(m, W(0));
     std::vector<double> azb(m, 0.0), czb(m, 0.0), c0zb(m, 0.0);
-    local_matvec(A, yv, az, ya, azb);
-    local_matvec(C, x, cz, xa, czb);
-    if (C0 && beta != T(0)) local_matvec(*C0, x, c0z, xa, c0zb);
+    matvec('A', yv, ya, az, azb);
+    matvec('C', x, xa, cz, czb);
+    if (with_c0 && beta != T(0)) matvec('0', x, xa, c0z, c0zb);
     std::vector<W> sums(2 * m);
     std::vector<double> bounds(2 * m);
     for (index_t i = 0; i < m; ++i) {
@@ -90,6 +93,39 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
   }
   res.passed = res.residual <= tol;
   return res;
+}
+
+}  // namespace
+
+template <class T>
+VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
+                              const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,
+                              int trials, std::uint64_t seed, double tol, const Comm& comm) {
+  auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
+    const DistMatrix<T>& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
+    local_matvec(M, x, y, xa, ya);
+  };
+  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
+}
+
+template <class T>
+VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix& A,
+                                     const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,
+                                     T beta, const DeviceDistMatrix* C0, int trials,
+                                     std::uint64_t seed, double tol, const Comm& comm) {
+  space.synchronize();
+  auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
+    const DeviceDistMatrix& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
+    using X = typename std::decay_t<decltype(x)>::value_type;
+    constexpr int xp = sizeof(X) / sizeof(double), yp = sizeof(y[0]) / sizeof(double);
+    const double* xd = reinterpret_cast<const double*>(x.data());
+    double* yd = reinterpret_cast<double*>(y.data());
+    for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
+      space.matvec(M.mem.as<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>(), xd + gc * xp,
+                   xp == 2, xa.data() + gc, yd + gr * yp, ya.data() + gr);
+    });
+  };
+  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
 }
 
 template <class T>
@@ -196,6 +232,10 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
   template VerifyResult verify_freivalds(const DistMatrix<T>&, const DistMatrix<T>&,              \
                                          const DistMatrix<T>&, T, T, const DistMatrix<T>*, int,   \
                                          std::uint64_t, double, const Comm&);                     \
+  template VerifyResult verify_freivalds_device<T>(DeviceSpace&, const DeviceDistMatrix&,         \
+                                                   const DeviceDistMatrix&, const DeviceDistMatrix&, \
+                                                   T, T, const DeviceDistMatrix*, int,            \
+                                                   std::uint64_t, double, const Comm&);           \
   template VerifyResult verify_full(const DistMatrix<T>&, const DistMatrix<T>&,                   \
                                     const DistMatrix<T>&, T, T, const DistMatrix<T>*, double,     \
                                     const Comm&);                                                  \

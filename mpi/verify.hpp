@@ -10,6 +10,7 @@
 #pragma once
 #include <string>
 
+#include "device_space.hpp"
 #include "distribution.hpp"
 
 namespace distmm {
@@ -42,6 +43,14 @@ template <class T>
 VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,
                               int trials, std::uint64_t seed, double tol, const Comm& comm);
+
+// The same on device-resident operands: the matrix-vector products on each rank's GPU (in
+// double), the sums over ranks on the host.
+template <class T>
+VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix& A,
+                                     const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,
+                                     T beta, const DeviceDistMatrix* C0, int trials,
+                                     std::uint64_t seed, double tol, const Comm& comm);
 
 template <class T>
 VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const DistMatrix<T>& C,

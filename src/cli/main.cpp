@@ -72,6 +72,14 @@ int dispatch(int argc, char** argv, int rank) {
   gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
   gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
   gb->add_option("--json", bo.json, "Append one JSON line per row");
+  distmm::XtBenchOptions xo;
+  CLI::App* xb = app.add_subcommand("xt-bench", "cuBLASXt on host-resident matrices over the node's GPUs, one process");
+  xb->add_option("--sizes", xo.sizes, "Square sizes")->capture_default_str();
+  xb->add_option("--dtype", xo.dtype, "f32|f64")->capture_default_str();
+  xb->add_option("--gpus", xo.gpus, "GPUs to use (0: all visible)")->capture_default_str();
+  xb->add_option("--block-dim", xo.block_dim, "cuBLASXt block dimension (0: the fastest of 1024-8192, timed once each)")->capture_default_str();
+  xb->add_option("--repeat", xo.repeat, "Timed repetitions")->capture_default_str();
+  xb->add_option("--json", xo.json, "Append one JSON line per row");
 
   try {
     app.parse(argc, argv);
@@ -104,6 +112,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
   if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
   if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;
+  if (xb->parsed()) return rank == 0 ? distmm::xt_bench_command(xo, std::cout) : 0;
   return 0;
 }
 

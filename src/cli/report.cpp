@@ -58,7 +58,11 @@ void print_report(const RunReport& r, std::ostream& os) {
     ratio = ", measured max / bound = " +
             sci((r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words);
   row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
-  row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
+  row("peak memory per rank", format_bytes(r.peak_bytes) + (r.load_seconds > 0 ? " of GPU memory" : "") + " (estimate)");
+  if (!r.residency.empty()) row("residency", r.residency);
+  if (r.load_seconds > 0)
+    row("load / store", sci(r.load_seconds) + " s / " + sci(r.store_seconds) +
+                            " s  (inputs onto the GPUs, C back to the host; not in the time above)");
   for (const auto& p : r.phases)
     if (p.max > 0) row("phase", p.name + ": " + sci(p.max) + " s max, " + sci(p.mean) + " s mean over ranks");
   if (r.verify == "none") {
@@ -89,6 +93,7 @@ void print_plan(const RunReport& r, std::ostream& os) {
   if (r.lower_bound_words > 0) ratio = ", max / bound = " + sci(r.words_max / r.lower_bound_words);
   row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
   row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
+  if (!r.residency.empty()) row("residency", r.residency);
 }
 
 }  // namespace distmm

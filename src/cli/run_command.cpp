@@ -143,6 +143,12 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "INT8-emulated GPU engines (gpu-ozaki, gpu-*-ozaki): moduli count 2 to 16 (default: "
                  "the fewest that reach the native routine's accuracy)");
   run.add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
+  run.add_flag("--host-staged", s.host_staged,
+               "GPU engines: keep A, B, C in host memory and stage each local product through the GPU "
+               "(default: they stay on the GPUs for the whole run, NCCL between them)");
+  run.add_flag("--from-host", s.inputs_from_host,
+               "GPU engines: generate the random inputs in host memory and copy them onto the GPUs, and copy C "
+               "back (timed apart as load and store), as a caller holding host matrices would");
   run.add_flag("--allow-nonfinite", s.allow_nonfinite,
                "Multiply inputs holding NaN or Inf (else an error naming the first); verified by position");
 }

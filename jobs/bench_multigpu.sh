@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Device-resident distributed runs on the GPUs of one host, one job, table last (the
+# GPU-resident multi-GPU issue's benchmark):
+#   jobs/bench_multigpu.sh ["f32 sizes"] ["f64 sizes"]
+# For each dtype and size, in one job, interleaved per size:
+#   - `distmm gpu-bench` on one GPU (cuBLAS, and gpu-winograd at levels 1-4: its best row);
+#   - `distmm run --algo $ALGO` on 1, 2, 4, 8 ranks (as many as there are GPUs; one GPU per
+#     rank, NCCL between them) with cublas and gpu-winograd (levels auto), data on the GPUs;
+#   - the same on all GPUs with --from-host (inputs copied from host memory, C copied back:
+#     load and store counted) beside cuBLASXt (`distmm xt-bench`) on all GPUs with the same
+#     host inputs in pinned memory.
+# Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
+# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), BENCH_JSON (JSON lines, default a
+# temporary file), MPIRUN (default: mpirun with root and oversubscription allowed).
+# Through the device tool: build here into a folder, carry it and .device, and run
+#   source .device/env.sh && DISTMM_BIN=.bin/distmm bash jobs/bench_multigpu.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+f32_sizes=${1:-"32768 49152"}
+f64_sizes=${2:-"16384 32768"}
+bin=${DISTMM_BIN:-build/distmm}
+[ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
+repeat=${REPEAT:-3}
+algo=${ALGO:-summa}
+out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NVLink multicast off (it misbehaves on these hosts)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun=${MPIRUN:-"mpirun --oversubscribe --bind-to none"}
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
+ranks=""
+for p in 1 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks $p"; done
+echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo; JSON lines: $out"
+"$bin" info | grep -iE "nccl|gpu" || true
+
+quiet() { grep -v pmix || true; }
+for dt in f32 f64; do
+  sizes=$f32_sizes
+  [ "$dt" = f64 ] && sizes=$f64_sizes
+  for n in $sizes; do
+    "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 \
+      --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
+    for p in $ranks; do
+      for e in cublas gpu-winograd; do
+        $mpirun -np "$p" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" \
+          --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
+      done
+    done
+    for e in cublas gpu-winograd; do
+      $mpirun -np "$gpus" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" --from-host \
+        --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
+    done
+    "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
+  done
+done
+
+python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bench = {}  # (dtype, n, engine) -> one-GPU gpu-bench seconds (gpu-winograd: its best level)
+for r in rows:
+    if r.get("command") == "gpu-bench":
+        k = (r["dtype"], r["n"], r["engine"])
+        bench[k] = min(bench.get(k, 1e30), r["time_median"])
+runs = [r for r in rows if "algo" in r]
+xt = {(r["dtype"], r["n"]): r for r in rows if r.get("command") == "xt-bench"}
+print("\n| dtype | n | engine | GPUs (ranks) | residency | time s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"])):
+    k = (r["dtype"], r["m"], r["engine"])
+    t, p = r["time_median"], r["ranks"]
+    tflops = 2 * r["m"] * r["n"] * r["k"] / t / 1e12
+    ref = bench.get(k)
+    speed = ref / t if ref else float("nan")  # rate over one GPU's rate
+    eff = speed / p
+    target = ""
+    if p == 1:
+        target = ">= 0.97x: " + ("met" if speed >= 0.97 else "NOT met")
+    elif p == 2 and ((r["dtype"] == "f32" and r["m"] >= 32768) or (r["dtype"] == "f64" and r["m"] == 32768)):
+        target = ">= 1.85x one GPU: " + ("met" if speed >= 1.85 else "NOT met")
+    res = "device, NCCL" if "NCCL" in r.get("residency", "") else r.get("residency", "")[:40]
+    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {res} | {t:.3f} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
+print("\n| dtype | n | engine | GPUs | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"])):
+    total = r["load_seconds"] + r["time_median"] + r["store_seconds"]
+    x = xt.get((r["dtype"], r["m"]))
+    xs = x["time_median"] if x else float("nan")
+    sp = xs / total
+    target = ">= 1.2x: " + ("met" if sp >= 1.2 else "NOT met") if r["ranks"] >= 2 else ""
+    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {r['ranks']} | {r['load_seconds']:.3f} | {r['time_median']:.3f} | "
+          f"{r['store_seconds']:.3f} | {total:.3f} | {xs:.3f} | {sp:.3f}x | {target} |")
+PY

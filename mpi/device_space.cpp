@@ -1,0 +1,435 @@
+#include "device_space.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "../cuda/device_info.hpp"
+#include "../cuda/device_matvec.hpp"
+#include "../cuda/device_random.hpp"
+#include "../cuda/gpu_engine_base.cuh"
+#include "../cuda/nccl_library.hpp"
+#include "nccl_comm.hpp"
+
+namespace distmm {
+namespace {
+
+// Calls f(TypeTag<T>) for the dtype, with T a type of the dtype list.
+template <class F>
+void typed(Dtype dt, F&& f) {
+  dispatch(dt, std::forward<F>(f));
+}
+
+// NCCL between the ranks' GPUs, on the space's comm stream.
+class NcclDeviceComm final : public DeviceComm {
+ public:
+  NcclDeviceComm(const Comm& c, cudaStream_t s) : nccl_(c), s_(s) {}
+  void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
+    if (n <= 0 || nccl_.size() == 1) return;
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      nccl_.broadcast(static_cast<T*>(buf), n, root, s_);
+    });
+  }
+  void reduce_call(const void* send, void* recv, index_t n, Dtype dt, int root) override {
+    if (n <= 0) return;
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      nccl_.reduce_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, root, s_);
+    });
+  }
+  void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
+                     Dtype dt) override {
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      nccl_.group_start();
+      if (ns > 0) nccl_.send(static_cast<const T*>(send), ns, dest, s_);
+      if (nr > 0) nccl_.recv(static_cast<T*>(recv), nr, src, s_);
+      nccl_.group_end();
+    });
+  }
+  void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
+    if (n <= 0) return;
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      nccl_.all_gather(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
+    });
+  }
+  void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) override {
+    if (n <= 0) return;
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      nccl_.reduce_scatter_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
+    });
+  }
+  void group_start() override { nccl_.group_start(); }
+  void group_end() override { nccl_.group_end(); }
+  int rank() const override { return nccl_.rank(); }
+  int size() const override { return nccl_.size(); }
+
+ private:
+  NcclComm nccl_;
+  cudaStream_t s_;
+};
+
+// MPI through pinned host memory: each operation copies the device buffer out on the comm
+// stream, waits, runs the MPI operation, and queues the copy back in. The host thread blocks
+// for the transfer, so nothing overlaps: the fallback where NCCL cannot run.
+class StagedDeviceComm final : public DeviceComm {
+ public:
+  StagedDeviceComm(const Comm& c, cudaStream_t s) : c_(c), s_(s) {}
+  void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
+    if (n <= 0 || c_.size() == 1) return;
+    const std::size_t bytes = std::size_t(n) * size_of(dt);
+    if (c_.rank() == root) out(buf, bytes);
+    else out_.reserve(bytes);
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      c_.bcast(reinterpret_cast<T*>(out_.get()), n, root);
+    });
+    if (c_.rank() != root) in(buf, out_.get(), bytes);
+  }
+  void reduce_call(const void* send, void* recv, index_t n, Dtype dt, int root) override {
+    if (n <= 0) return;
+    const std::size_t bytes = std::size_t(n) * size_of(dt);
+    out(send, bytes);
+    in_.reserve(bytes);
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      c_.reduce_sum(reinterpret_cast<const T*>(out_.get()), reinterpret_cast<T*>(in_.get()), n, root);
+    });
+    if (c_.rank() == root) in(recv, in_.get(), bytes);
+  }
+  void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
+                     Dtype dt) override {
+    const std::size_t sb = std::size_t(std::max<index_t>(ns, 0)) * size_of(dt),
+                      rb = std::size_t(std::max<index_t>(nr, 0)) * size_of(dt);
+    out(send, sb);
+    in_.reserve(rb);
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Requests rq;
+      if (nr > 0) c_.irecv(reinterpret_cast<T*>(in_.get()), nr, src, 71, rq);
+      if (ns > 0) c_.isend(reinterpret_cast<const T*>(out_.get()), ns, dest, 71, rq);
+      rq.wait_all();
+    });
+    in(recv, in_.get(), rb);
+  }
+  void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
+    if (n <= 0) return;
+    const std::size_t bytes = std::size_t(n) * size_of(dt);
+    out(send, bytes);
+    in_.reserve(bytes * c_.size());
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Requests rq;
+      c_.iallgatherv(reinterpret_cast<const T*>(out_.get()), reinterpret_cast<T*>(in_.get()),
+                     std::vector<index_t>(std::size_t(c_.size()), n), rq);
+      rq.wait_all();
+    });
+    in(recv, in_.get(), bytes * c_.size());
+  }
+  void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) override {
+    if (n <= 0) return;
+    const std::size_t bytes = std::size_t(n) * size_of(dt);
+    out(send, bytes * c_.size());
+    in_.reserve(bytes);
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      c_.reduce_scatter(reinterpret_cast<T*>(out_.get()), reinterpret_cast<T*>(in_.get()),
+                        std::vector<index_t>(std::size_t(c_.size()), n));
+    });
+    in(recv, in_.get(), bytes);
+  }
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+
+ private:
+  // Device bytes to out_ (waits for them); host bytes back in, queued on the stream.
+  void out(const void* dev, std::size_t bytes) {
+    out_.reserve(bytes);
+    if (bytes == 0) return;
+    cuda_check(cudaMemcpyAsync(out_.get(), dev, bytes, cudaMemcpyDeviceToHost, s_), "D2H");
+    cuda_check(cudaStreamSynchronize(s_), "sync");
+  }
+  void in(void* dev, const void* host, std::size_t bytes) {
+    if (bytes == 0) return;
+    cuda_check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s_), "H2D");
+    // the pinned buffer is reused by the next operation: wait until it is read
+    cuda_check(cudaStreamSynchronize(s_), "sync");
+  }
+  const Comm& c_;
+  cudaStream_t s_;
+  PinnedBuffer<unsigned char> out_, in_;
+};
+
+class GpuDeviceSpace final : public DeviceSpace {
+ public:
+  GpuDeviceSpace(Engine& e, DeviceGemm& g, int device, bool nccl, std::string transport)
+      : engine_(e), gemm_(g), device_(device), nccl_(nccl), transport_(std::move(transport)) {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    comm_stream_ = std::make_unique<CudaStream>();
+    to_comm_ = std::make_unique<CudaEvent>();
+    to_compute_ = std::make_unique<CudaEvent>();
+    aux_stream_ = std::make_unique<CudaStream>();
+  }
+  ~GpuDeviceSpace() override { cudaDeviceSynchronize(); }
+  std::string transport() const override { return transport_; }
+  bool uses_nccl() const override { return nccl_; }
+
+  DeviceBlock alloc(std::size_t bytes) override {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw UsageError("GPU " + std::to_string(device_) + " cannot allocate " + format_size(bytes) +
+                       " more (" + format_size(free_bytes()) +
+                       " free): use more GPUs (ranks), a smaller --panel, or --engine gpu-strassen-lowmem");
+    }
+    cuda_check(cudaMemset(p, 0, std::max<std::size_t>(bytes, 1)), "cudaMemset");
+    return DeviceBlock(this, p, bytes);
+  }
+  void add_scaled(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
+                  const void* beta, Dtype dt) override {
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    if (!blas_) {
+      blas_ = std::make_unique<CublasHandle>();
+      cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
+    }
+    cublas_check(cublasSetStream(blas_->get(), gemm_.stream()), "cublasSetStream");
+    const cublasHandle_t h = blas_->get();
+    const int m = int(rows), n = int(cols), lx = int(ldx), ly = int(ldy);
+    // geam: y = 1 x + beta y, in place (y is both B and C, same leading dimension).
+    switch (dt) {
+      case Dtype::f32: {
+        const float one = 1;
+        cublas_check(cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const float*>(x), lx,
+                                 static_cast<const float*>(beta), static_cast<float*>(y), ly, static_cast<float*>(y), ly), "geam");
+        break;
+      }
+      case Dtype::f64: {
+        const double one = 1;
+        cublas_check(cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const double*>(x), lx,
+                                 static_cast<const double*>(beta), static_cast<double*>(y), ly, static_cast<double*>(y), ly), "geam");
+        break;
+      }
+      case Dtype::c32: {
+        const cuComplex one{1, 0};
+        cublas_check(cublasCgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const cuComplex*>(x), lx,
+                                 static_cast<const cuComplex*>(beta), static_cast<cuComplex*>(y), ly,
+                                 static_cast<cuComplex*>(y), ly), "geam");
+        break;
+      }
+      case Dtype::c64: {
+        const cuDoubleComplex one{1, 0};
+        cublas_check(cublasZgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const cuDoubleComplex*>(x), lx,
+                                 static_cast<const cuDoubleComplex*>(beta), static_cast<cuDoubleComplex*>(y), ly,
+                                 static_cast<cuDoubleComplex*>(y), ly), "geam");
+        break;
+      }
+    }
+  }
+  std::unique_ptr<DeviceComm> comm(const Comm& c) override {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    if (nccl_) return std::make_unique<NcclDeviceComm>(c, comm_stream_->get());
+    return std::make_unique<StagedDeviceComm>(c, comm_stream_->get());
+  }
+  void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+            std::size_t elem, Lane lane) override {
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaMemcpy2DAsync(dst, std::size_t(ld_dst) * elem, src, std::size_t(ld_src) * elem,
+                                 std::size_t(rows) * elem, std::size_t(cols), cudaMemcpyDeviceToDevice,
+                                 stream(lane)),
+               "device copy");
+  }
+  void gemm(const GemmCall& call) override {
+    if (call.m <= 0 || call.n <= 0) return;
+    gemm_.gemm_device_call(call);
+  }
+  void comm_waits_for_compute() override {
+    cuda_check(cudaEventRecord(to_comm_->get(), gemm_.stream()), "event");
+    cuda_check(cudaStreamWaitEvent(comm_stream_->get(), to_comm_->get(), 0), "wait");
+  }
+  void compute_waits_for_comm() override {
+    cuda_check(cudaEventRecord(to_compute_->get(), comm_stream_->get()), "event");
+    cuda_check(cudaStreamWaitEvent(gemm_.stream(), to_compute_->get(), 0), "wait");
+  }
+  void synchronize() override {
+    cuda_check(cudaStreamSynchronize(comm_stream_->get()), "sync");
+    cuda_check(cudaStreamSynchronize(gemm_.stream()), "sync");
+  }
+  // Host <-> device through two pinned chunks of about 64 MiB used in turn: the host threads
+  // copy one chunk between the caller's (pageable) memory and pinned memory while the copy
+  // engine moves the other, so neither waits for the other and the pageable side is touched by
+  // many threads at once (first-touch page faults included).
+  void upload(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+              std::size_t elem) override {
+    transfer(true, dst, ld_dst, const_cast<void*>(src), ld_src, rows, cols, elem);
+  }
+  void download(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+                std::size_t elem) override {
+    synchronize();
+    transfer(false, const_cast<void*>(src), ld_src, dst, ld_dst, rows, cols, elem);
+  }
+  void fill_random(void* p, index_t ld, index_t rows, index_t cols, index_t row0, index_t col0,
+                   std::uint64_t seed, Stream s, Fill fill, Dtype dt) override {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      fill_random_device<T>(static_cast<T*>(p), ld, rows, cols, row0, col0, seed, s, fill, aux_stream_->get());
+    });
+    cuda_check(cudaStreamSynchronize(aux_stream_->get()), "sync");
+  }
+  void matvec(const void* M, index_t ld, index_t rows, index_t cols, Dtype dt, const double* x,
+              bool x_complex, const double* xa, double* y, double* ya) override {
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    const int xp = x_complex ? 2 : 1, yp = (is_complex(dt) || x_complex) ? 2 : 1;
+    const std::size_t nx = std::size_t(cols) * xp, ny = std::size_t(rows) * yp;
+    vec_.reserve(nx + cols + ny + rows);
+    double* dx = vec_.get();
+    double *dxa = dx + nx, *dy = dxa + cols, *dya = dy + ny;
+    const cudaStream_t s = aux_stream_->get();
+    cuda_check(cudaMemcpyAsync(dx, x, nx * sizeof(double), cudaMemcpyHostToDevice, s), "H2D");
+    cuda_check(cudaMemcpyAsync(dxa, xa, cols * sizeof(double), cudaMemcpyHostToDevice, s), "H2D");
+    cuda_check(cudaMemsetAsync(dy, 0, (ny + rows) * sizeof(double), s), "memset");
+    device_matvec(M, ld, rows, cols, dt, dx, x_complex, dxa, dy, dya, s);
+    std::vector<double> hy(ny + rows);
+    cuda_check(cudaMemcpyAsync(hy.data(), dy, hy.size() * sizeof(double), cudaMemcpyDeviceToHost, s), "D2H");
+    cuda_check(cudaStreamSynchronize(s), "sync");
+    for (std::size_t i = 0; i < ny; ++i) y[i] += hy[i];
+    for (index_t i = 0; i < rows; ++i) ya[i] += hy[ny + std::size_t(i)];
+  }
+  std::size_t free_bytes() const override {
+    std::size_t free = 0, total = 0;
+    cudaSetDevice(device_);
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return free;
+  }
+  std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const override {
+    return engine_.workspace_bytes(m, n, k, dt);
+  }
+
+ protected:
+  void release(void* p) noexcept override {
+    cudaSetDevice(device_);
+    cudaDeviceSynchronize();  // no queued work may still use it
+    cudaFree(p);
+  }
+
+ private:
+  void transfer(bool up, void* dev, index_t ld_dev, void* host, index_t ld_host, index_t rows, index_t cols,
+                std::size_t elem) {
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    const std::size_t col_bytes = std::size_t(rows) * elem;
+    const index_t chunk = std::max<index_t>(1, index_t((std::size_t(64) << 20) / col_bytes));
+    for (auto& b : stage_) b.reserve(col_bytes * std::size_t(std::min(chunk, cols)));
+    const cudaStream_t s = aux_stream_->get();
+    auto* h = static_cast<unsigned char*>(host);
+    auto* d = static_cast<unsigned char*>(dev);
+    // between host columns [c0, c0 + n) and stage buffer `slot`, on the host threads
+    auto host_copy = [&](int slot, index_t c0, index_t n) {
+      unsigned char* p = stage_[slot].get();
+#pragma omp parallel for schedule(static)
+      for (index_t c = 0; c < n; ++c) {
+        unsigned char* hc = h + std::size_t(c0 + c) * std::size_t(ld_host) * elem;
+        if (up) std::memcpy(p + std::size_t(c) * col_bytes, hc, col_bytes);
+        else std::memcpy(hc, p + std::size_t(c) * col_bytes, col_bytes);
+      }
+    };
+    auto dma = [&](int slot, index_t c0, index_t n) {
+      unsigned char* dc = d + std::size_t(c0) * std::size_t(ld_dev) * elem;
+      if (up)
+        cuda_check(cudaMemcpy2DAsync(dc, std::size_t(ld_dev) * elem, stage_[slot].get(), col_bytes, col_bytes,
+                                     std::size_t(n), cudaMemcpyHostToDevice, s), "H2D");
+      else
+        cuda_check(cudaMemcpy2DAsync(stage_[slot].get(), col_bytes, dc, std::size_t(ld_dev) * elem, col_bytes,
+                                     std::size_t(n), cudaMemcpyDeviceToHost, s), "D2H");
+      cuda_check(cudaEventRecord(staged_[slot].get(), s), "event");
+    };
+    const index_t chunks = (cols + chunk - 1) / chunk;
+    auto cols_of = [&](index_t t) { return std::min(chunk, cols - t * chunk); };
+    if (up) {
+      for (index_t t = 0; t < chunks; ++t) {
+        const int slot = int(t % 2);
+        cuda_check(cudaEventSynchronize(staged_[slot].get()), "sync");  // its last DMA is done
+        host_copy(slot, t * chunk, cols_of(t));
+        dma(slot, t * chunk, cols_of(t));
+      }
+    } else {
+      dma(0, 0, cols_of(0));
+      for (index_t t = 0; t < chunks; ++t) {
+        const int slot = int(t % 2);
+        if (t + 1 < chunks) dma(1 - slot, (t + 1) * chunk, cols_of(t + 1));
+        cuda_check(cudaEventSynchronize(staged_[slot].get()), "sync");
+        host_copy(slot, t * chunk, cols_of(t));
+      }
+    }
+    cuda_check(cudaStreamSynchronize(s), "sync");
+  }
+  cudaStream_t stream(Lane l) const { return l == Lane::compute ? gemm_.stream() : comm_stream_->get(); }
+  static std::string format_size(std::size_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1ull << 30));
+    return buf;
+  }
+  Engine& engine_;
+  DeviceGemm& gemm_;
+  int device_;
+  bool nccl_;
+  std::string transport_;
+  std::unique_ptr<CudaStream> comm_stream_, aux_stream_;
+  std::unique_ptr<CudaEvent> to_comm_, to_compute_;
+  DeviceBuffer<double> vec_;
+  std::unique_ptr<CublasHandle> blas_;  // add_scaled's geam
+  PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
+  CudaEvent staged_[2];                   // each chunk's last copy-engine transfer
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world) {
+  auto* g = dynamic_cast<DeviceGemm*>(&engine);
+  int have = g ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, world.get());
+  if (!have) return nullptr;
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");  // the engine made its device current
+  // NCCL needs its library on every rank and one GPU per rank: ranks of a node that share a GPU
+  // (more ranks than GPUs) exchange through MPI instead.
+  char id[96] = {};
+  {
+    char bus[32] = {};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, device);
+    char host[64] = {};
+    gethostname(host, sizeof host - 1);
+    std::snprintf(id, sizeof id, "%s/%s", host, bus);
+  }
+  std::vector<char> ids(sizeof id * std::size_t(world.size()));
+  MPI_Allgather(id, sizeof id, MPI_CHAR, ids.data(), sizeof id, MPI_CHAR, world.get());
+  bool shared = false;
+  for (int r = 0; r < world.size() && !shared; ++r)
+    for (int q = r + 1; q < world.size() && !shared; ++q)
+      shared = std::strncmp(&ids[sizeof id * r], &ids[sizeof id * q], sizeof id) == 0;
+  const char* env = std::getenv("DISTMM_DEVICE_COMM");
+  const bool forced_mpi = env && std::string(env) == "mpi";
+  int lib = nccl_library().found() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &lib, 1, MPI_INT, MPI_MIN, world.get());
+  std::string why;
+  if (world.size() == 1) why = "";
+  else if (forced_mpi) why = "DISTMM_DEVICE_COMM=mpi";
+  else if (!lib) why = "no NCCL on some rank (" + nccl_summary() + ")";
+  else if (shared) why = "ranks share a GPU: NCCL needs one GPU per rank";
+  const bool nccl = world.size() > 1 && why.empty();
+  std::string transport = world.size() == 1 ? "none (one rank)"
+                          : nccl            ? "NCCL " + nccl_library().version_text() + " (" + nccl_library().path + ")"
+                                            : "MPI through host memory (" + why + ")";
+  return std::make_unique<GpuDeviceSpace>(engine, *g, device, nccl, transport);
+}
+
+}  // namespace distmm

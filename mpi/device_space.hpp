@@ -1,0 +1,238 @@
+// One rank's GPU as a distributed algorithm sees it when the rank's blocks of A, B and C live
+// there (device-resident runs): memory, copies between device buffers, the local engine's one
+// gemm call, and communicators whose operations take device buffers -- NCCL where every rank
+// has its own GPU and NCCL is found, else MPI through pinned host memory (reported as such).
+//
+// No CUDA header here: the algorithms in mpi/ see only this interface; its implementation
+// (device_space.cpp) is built with the GPU engines. Work is queued on two lanes of the GPU, the
+// engine's stream (compute) and a communication stream (comm), ordered by explicit waits, so
+// the next step's transfers run while this step's product does (Cannon's and SUMMA's double
+// buffering, as on the host).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+#include <memory>
+#include <string>
+
+#include "../node/engine.hpp"
+#include "../src/core/random.hpp"
+#include "comm.hpp"
+#include "partition.hpp"
+
+namespace distmm {
+
+class DeviceSpace;
+
+// Device memory of one space (RAII); bytes, typed by the caller. Algorithms keep theirs across
+// multiplies (reserve()), so a timed multiply allocates nothing; the space outlives them.
+class DeviceBlock {
+ public:
+  DeviceBlock() = default;
+  DeviceBlock(DeviceSpace* s, void* p, std::size_t bytes) : s_(s), p_(p), bytes_(bytes) {}
+  DeviceBlock(DeviceBlock&& o) noexcept { swap(o); }
+  DeviceBlock& operator=(DeviceBlock&& o) noexcept {
+    DeviceBlock t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  DeviceBlock(const DeviceBlock&) = delete;
+  DeviceBlock& operator=(const DeviceBlock&) = delete;
+  ~DeviceBlock();
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(DeviceBlock& o) noexcept {
+    std::swap(s_, o.s_), std::swap(p_, o.p_), std::swap(bytes_, o.bytes_);
+  }
+  DeviceSpace* s_ = nullptr;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Collectives and exchanges over one communicator on device buffers, queued on the comm lane.
+// Counted as comm.hpp counts (words a rank sends).
+class DeviceComm {
+ public:
+  virtual ~DeviceComm() = default;
+  template <class T>
+  void broadcast(T* buf, index_t n, int root) {
+    broadcast_call(buf, n, dtype_of<T>(), root);
+  }
+  // Sends n_send elements to dest and receives n_recv from src (a shift).
+  template <class T>
+  void sendrecv(const T* send, index_t n_send, int dest, T* recv, index_t n_recv, int src) {
+    sendrecv_call(send, n_send, dest, recv, n_recv, src, dtype_of<T>());
+  }
+  // recv (n x size) = every rank's n elements of send, in rank order.
+  template <class T>
+  void all_gather(const T* send, T* recv, index_t n) {
+    all_gather_call(send, recv, n, dtype_of<T>());
+  }
+  // recv (n) = this rank's block of the sum over ranks of send (n x size).
+  template <class T>
+  void reduce_scatter_sum(const T* send, T* recv, index_t n) {
+    reduce_scatter_call(send, recv, n, dtype_of<T>());
+  }
+  // The same for parts of different sizes (counts[r] for rank r), each travelling padded to
+  // the largest (part r at r * max in the padded buffers), and charged as the unpadded parts
+  // are on the host (Comm::iallgatherv, Comm::reduce_scatter: the other ranks' non-empty parts).
+  template <class T>
+  void all_gather_parts(const T* send, T* padded_recv, const std::vector<index_t>& counts) {
+    charged_as(counts, [&](index_t n) { all_gather(send, padded_recv, n); });
+  }
+  template <class T>
+  void reduce_scatter_parts(const T* padded_send, T* recv, const std::vector<index_t>& counts) {
+    charged_as(counts, [&](index_t n) { reduce_scatter_sum(padded_send, recv, n); });
+  }
+  // recv (on root; may be send) = the sum over ranks of send.
+  template <class T>
+  void reduce_sum(const T* send, T* recv, index_t n, int root) {
+    reduce_call(send, recv, n, dtype_of<T>(), root);
+  }
+  // One-way transfers (the peer calls the other one).
+  template <class T>
+  void send(const T* buf, index_t n, int dest) {
+    sendrecv_call(buf, n, dest, nullptr, 0, -1, dtype_of<T>());
+  }
+  template <class T>
+  void recv(T* buf, index_t n, int src) {
+    sendrecv_call(nullptr, 0, -1, buf, n, src, dtype_of<T>());
+  }
+  virtual void broadcast_call(void* buf, index_t n, Dtype dt, int root) = 0;
+  virtual void reduce_call(const void* send, void* recv, index_t n, Dtype dt, int root) = 0;
+  virtual void sendrecv_call(const void* send, index_t n_send, int dest, void* recv,
+                             index_t n_recv, int src, Dtype dt) = 0;
+  virtual void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
+  virtual void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
+  // Exchanges between group_start and group_end proceed together (NCCL's groups; MPI's
+  // transfers are paired one by one and need none).
+  virtual void group_start() {}
+  virtual void group_end() {}
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+ private:
+  template <class F>
+  void charged_as(const std::vector<index_t>& counts, F&& op) {
+    const CommCounters before = comm_counters();
+    op(counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end()));
+    comm_counters() = before;
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      if (int(r) != rank() && counts[r] > 0) comm_counters().words_sent += counts[r], comm_counters().messages_sent += 1;
+  }
+};
+
+class DeviceSpace {
+ public:
+  virtual ~DeviceSpace() = default;
+  // How ranks exchange device buffers: "NCCL 2.28.3" or "MPI through host memory (why)".
+  virtual std::string transport() const = 0;
+  virtual bool uses_nccl() const = 0;
+
+  virtual DeviceBlock alloc(std::size_t bytes) = 0;  // zero-filled
+  template <class T>
+  DeviceBlock alloc_elems(index_t n) {
+    return alloc(static_cast<std::size_t>(std::max<index_t>(n, 0)) * sizeof(T));
+  }
+  // A communicator over `comm`'s ranks (collective over it).
+  virtual std::unique_ptr<DeviceComm> comm(const Comm& comm) = 0;
+
+  enum class Lane { compute, comm };
+  // dst (rows x cols, ld_dst) = src (ld_src), elements of elem_bytes, device to device.
+  virtual void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
+                    index_t cols, std::size_t elem_bytes, Lane lane) = 0;
+  template <class T>
+  void copy(T* dst, index_t ld_dst, const T* src, index_t ld_src, index_t rows, index_t cols,
+            Lane lane) {
+    copy(dst, ld_dst, src, ld_src, rows, cols, sizeof(T), lane);
+  }
+  // y = x + beta y (rows x cols blocks, elements of dt, beta a value of dt), on the compute lane.
+  virtual void add_scaled(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
+                          const void* beta, Dtype dt) = 0;
+  template <class T>
+  void add_scaled(T* y, index_t ldy, const T* x, index_t ldx, index_t rows, index_t cols, nondeduced_t<T> beta) {
+    add_scaled(static_cast<void*>(y), ldy, static_cast<const void*>(x), ldx, rows, cols, &beta, dtype_of<T>());
+  }
+  // The local engine's product, on the compute lane (device pointers).
+  virtual void gemm(const GemmCall& call) = 0;
+  template <class T>
+  void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha, const T* A,
+            index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc) {
+    gemm({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
+  }
+  // Ordering between the lanes: the one lane's later work waits for what the other queued so far.
+  virtual void comm_waits_for_compute() = 0;
+  virtual void compute_waits_for_comm() = 0;
+  virtual void synchronize() = 0;  // both lanes done
+
+  // Host <-> device (synchronous), a rows x cols block with leading dimensions.
+  virtual void upload(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
+                      index_t cols, std::size_t elem_bytes) = 0;
+  virtual void download(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
+                        index_t cols, std::size_t elem_bytes) = 0;
+  // p[i + j ld] = element (row0 + i, col0 + j) of the global random matrix, as the host
+  // generator gives it (src/core/random.hpp).
+  virtual void fill_random(void* p, index_t ld, index_t rows, index_t cols, index_t row0,
+                           index_t col0, std::uint64_t seed, Stream s, Fill fill, Dtype dt) = 0;
+  // For Freivalds' check: y[r] += sum_c M(r, c) x[c] and ya[r] += sum_c |M(r, c)| xa[c], in
+  // double, M a device block, x, xa, y, ya host vectors of its cols and rows; x holds 2 doubles
+  // (re, im) per entry when x_complex, y when dt is complex or x_complex.
+  virtual void matvec(const void* M, index_t ld, index_t rows, index_t cols, Dtype dt,
+                      const double* x, bool x_complex, const double* xa, double* y, double* ya) = 0;
+  // Free device memory now, and the bytes a gemm of this shape needs besides its operands.
+  virtual std::size_t free_bytes() const = 0;
+  virtual std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const = 0;
+
+ protected:
+  friend class DeviceBlock;
+  virtual void release(void* p) noexcept = 0;
+};
+
+inline DeviceBlock::~DeviceBlock() {
+  if (p_ && s_) s_->release(p_);
+}
+
+// b holds at least `bytes` (reallocated only to grow).
+inline void reserve(DeviceSpace& s, DeviceBlock& b, std::size_t bytes) {
+  if (b.bytes() < bytes) b = DeviceBlock(), b = s.alloc(bytes);
+}
+
+// A rank's piece of a global matrix in its GPU's memory (DistMatrix's device twin), stored
+// column-major with ld = max(piece rows, 1).
+struct DeviceDistMatrix {
+  index_t rows = 0, cols = 0;  // global
+  Piece piece;
+  index_t ld = 1;
+  DeviceBlock mem;
+  DeviceDistMatrix() = default;
+  DeviceDistMatrix(DeviceSpace& s, index_t r, index_t c, Piece p, std::size_t elem_bytes)
+      : rows(r), cols(c), piece(std::move(p)), ld(std::max<index_t>(piece.rows(), 1)),
+        mem(s.alloc(static_cast<std::size_t>(piece.rows() * piece.cols()) * elem_bytes)) {}
+  template <class T>
+  T* data() const {
+    return mem.as<T>();
+  }
+};
+
+// One step's operands of a device-resident product (blocks and their leading dimensions): the
+// double-buffered steps of SUMMA and cuboid keep two.
+template <class T>
+struct StepOperands {
+  const T* a = nullptr;
+  index_t lda = 1;
+  const T* b = nullptr;
+  index_t ldb = 1;
+};
+
+// The device space of `engine` (a GPU engine) on this rank; collective over world, which
+// decides together whether NCCL is used (every rank has NCCL, no two ranks of a node share a
+// GPU, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
+// distmm was built without CUDA.
+std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world);
+
+}  // namespace distmm

@@ -1,0 +1,8 @@
+// Built without CUDA: no GPU engine exists, so no run is device-resident.
+#include "device_space.hpp"
+
+namespace distmm {
+
+std::unique_ptr<DeviceSpace> make_device_space(Engine&, const Comm&) { return nullptr; }
+
+}  // namespace distmm

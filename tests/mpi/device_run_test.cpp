@@ -1,0 +1,185 @@
+// Device-resident runs (mpi/device_space.hpp): run() with a GPU engine keeps A, B and C on each
+// rank's GPU, exchanges device buffers (NCCL where every rank has its own GPU, else MPI through
+// host memory), verifies on the GPU (Freivalds) or gathers C back (full check), and times the
+// load and store apart. Integer-valued inputs make the full check exact; odd shapes, every dtype,
+// beta != 0 with a random C0, and a plan too large for the GPU (a clear error on every rank).
+// Skipped, visibly, without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "cuda/device_info.hpp"
+#include "mpi/run.hpp"
+#include "mpi/verify.hpp"
+
+using namespace distmm;
+
+namespace {
+
+struct Case {
+  index_t m, n, k;
+};
+const Case kCases[] = {{1, 1, 1}, {7, 11, 13}, {97, 5, 31}, {5, 3, 101}, {130, 67, 259}};
+
+int world_size() {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  return P;
+}
+
+RunReport run_case(const std::string& algo, const std::string& engine, Dtype dt, Case c, Verify v,
+                   std::complex<double> beta = 0.0, bool host_staged = false, AlgoOptions ao = {}) {
+  RunSpec s;
+  s.algo_opts = ao;
+  s.m = c.m, s.n = c.n, s.k = c.k;
+  s.dtype = dt;
+  s.algo = *parse_algorithm(algo);
+  s.engine = &engine_info(engine);
+  s.fill = Fill::integer;
+  s.verify = v;
+  s.alpha = is_complex(dt) ? std::complex<double>(2, -1) : 2.0;
+  s.beta = beta;
+  s.repeat = 2;
+  s.threads = 1;
+  s.host_staged = host_staged;
+  s.engine_opts.levels = 1;  // the Strassen-like engines recurse once where sizes allow
+  s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
+  return run(Comm::world(), s);
+}
+
+}  // namespace
+
+TEST(DeviceRun, ExactOnEveryShapeDtypeAndEngine) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible (" << gpu_summary() << "): device-resident runs not run";
+  const int P = world_size();
+  std::vector<std::string> algos{"summa", "cuboid", "auto"};
+  for (int q = 1; q * q <= P; ++q)
+    if (q * q == P) algos.push_back("cannon");
+  for (int q = 1; q * q * q <= P; ++q)
+    if (q * q * q == P) algos.push_back("dns");
+  for (const std::string& algo : algos)
+    for (const char* engine : {"cublas", "gpu-winograd"})
+      for (Dtype dt : {Dtype::f64, Dtype::f32, Dtype::c64})
+        for (const Case& c : kCases) {
+          const std::string what = algo + "/" + engine + " " + to_string(dt) + " " + std::to_string(c.m) + "x" +
+                                   std::to_string(c.n) + "x" + std::to_string(c.k) + " P=" + std::to_string(P);
+          RunReport r = run_case(algo, engine, dt, c, Verify::full, is_complex(dt) ? std::complex<double>(1, 1) : 3.0);
+          EXPECT_TRUE(r.passed) << what;
+          EXPECT_EQ(r.max_abs, 0.0) << what;
+          EXPECT_EQ(r.residency.rfind("device", 0), 0u) << what << ": " << r.residency;
+          EXPECT_EQ(r.words_max, r.analytic_words_max) << what << ": words counted as the layout's";
+          RunReport f = run_case(algo, engine, dt, c, Verify::freivalds);
+          EXPECT_TRUE(f.passed) << what << " (Freivalds on the GPU)";
+          EXPECT_EQ(f.verify, "freivalds (on the GPU)") << what;
+        }
+}
+
+// Every cuboid grid of P ranks (uneven parts travel padded through NCCL's equal-part
+// collectives), with one and with three sequential k-steps.
+TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  const int P = world_size();
+  for (int pm = 1; pm <= P; ++pm)
+    for (int pn = 1; pm * pn <= P; ++pn) {
+      if (P % (pm * pn)) continue;
+      const int pk = P / (pm * pn);
+      for (int steps : {1, 3}) {
+        AlgoOptions ao;
+        ao.cuboid_grid = {pm, pn, pk};
+        ao.cuboid_steps = steps;
+        for (const Case& c : {Case{23, 17, 29}, Case{5, 3, 101}, Case{64, 7, 9}}) {
+          for (Dtype dt : {Dtype::f64, Dtype::c32}) {
+            RunReport r = run_case("cuboid", "cublas", dt, c, Verify::full, 2.0, false, ao);
+            const std::string what = std::to_string(pm) + "x" + std::to_string(pn) + "x" + std::to_string(pk) +
+                                     " steps " + std::to_string(steps) + " " + to_string(dt) + " " +
+                                     std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+            EXPECT_TRUE(r.passed) << what;
+            EXPECT_EQ(r.max_abs, 0.0) << what;
+            EXPECT_EQ(r.words_max, r.analytic_words_max) << what;
+          }
+        }
+      }
+    }
+}
+
+TEST(DeviceRun, DeviceAndHostStagedRunsBothVerifyAndReportTheirTransfers) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  const Case c{61, 59, 67};
+  RunReport dev = run_case("summa", "cublas", Dtype::f64, c, Verify::full);
+  RunReport host = run_case("summa", "cublas", Dtype::f64, c, Verify::full, 0.0, true);
+  EXPECT_TRUE(dev.passed);
+  EXPECT_TRUE(host.passed);
+  EXPECT_EQ(host.residency, "host-staged (--host-staged)");
+  EXPECT_GT(dev.load_seconds, 0.0);
+  EXPECT_GT(dev.store_seconds, 0.0);  // C came back for the full check
+}
+
+// Freivalds' check on device blocks fails on a C with one wrong entry, on whichever rank holds
+// it, and passes on the right one.
+TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  const Comm world = Comm::world();
+  EngineOptions eo;
+  eo.device = node_local_rank();
+  auto engine = make_engine("cublas", eo);
+  auto space = make_device_space(*engine, world);
+  ASSERT_TRUE(space);
+  const index_t m = 37, n = 41, k = 29;
+  const int P = world.size(), r = world.rank();
+  Partition1D rows{m, P};
+  // A and C split by rows, B whole on every rank: C_r = A_r B.
+  Piece pa = Piece::block(rows.start(r), rows.size(r), 0, k), pb = Piece::block(0, k, 0, n),
+        pc = Piece::block(rows.start(r), rows.size(r), 0, n);
+  DeviceDistMatrix A(*space, m, k, pa, sizeof(double)), B(*space, k, n, pb, sizeof(double)),
+      C(*space, m, n, pc, sizeof(double));
+  space->fill_random(A.data<double>(), A.ld, rows.size(r), k, rows.start(r), 0, 7, Stream::A, Fill::uniform, Dtype::f64);
+  space->fill_random(B.data<double>(), B.ld, k, n, 0, 0, 7, Stream::B, Fill::uniform, Dtype::f64);
+  space->gemm<double>(Op::N, Op::N, rows.size(r), n, k, 1.0, A.data<double>(), A.ld, B.data<double>(), B.ld, 0.0,
+                      C.data<double>(), C.ld);
+  // Every rank multiplied by the whole of B, but the check sums the pieces over ranks: B counts
+  // as rank 0's piece alone.
+  DeviceDistMatrix none(*space, k, n, Piece{}, sizeof(double));
+  const DeviceDistMatrix& Bv = r == 0 ? B : none;
+  const double tol = verify_tolerance(Dtype::f64, k, 1.0);
+  const VerifyResult good = verify_freivalds_device<double>(*space, A, Bv, C, 1.0, 0.0, nullptr, 2, 99, tol, world);
+  EXPECT_TRUE(good.passed) << "residual " << good.residual;
+  if (r == P - 1 && rows.size(r) > 0) {  // one entry off by 1e-9 of its size
+    double v;
+    space->download(&v, 1, C.data<double>(), C.ld, 1, 1, sizeof(double));
+    v += 1e-9 * std::max(std::abs(v), 1.0);
+    space->upload(C.data<double>(), C.ld, &v, 1, 1, 1, sizeof(double));
+  }
+  const VerifyResult bad = verify_freivalds_device<double>(*space, A, Bv, C, 1.0, 0.0, nullptr, 2, 99, tol, world);
+  EXPECT_FALSE(bad.passed) << "residual " << bad.residual;
+}
+
+TEST(DeviceRun, AlgorithmsWithoutADevicePathAreStagedAndSaySo) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  RunReport r;
+  try {
+    r = run_case("caps", "cublas", Dtype::f64, {23, 19, 17}, Verify::full);
+  } catch (const UsageError& e) {
+    GTEST_SKIP() << "caps does not run on " << world_size() << " ranks: " << e.what();
+  }
+  EXPECT_TRUE(r.passed);
+  EXPECT_NE(r.residency.find("host-staged"), std::string::npos) << r.residency;
+}
+
+TEST(DeviceRun, TooLargeForTheGpuIsAClearErrorOnEveryRank) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  RunSpec s;
+  s.m = s.n = s.k = 400000;  // 3.8 TB of f64 operands
+  s.algo = Algorithm::summa;
+  s.engine = &engine_info("cublas");
+  s.mem_limit = std::size_t(1) << 50;
+  try {
+    run(Comm::world(), s);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("GPU memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("more GPUs"), std::string::npos) << msg;
+  }
+}
