@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Device-resident distributed runs on the GPUs of one host, one job, table last (the
-# GPU-resident multi-GPU issue's benchmark):
-#   jobs/bench_multigpu.sh ["f32 sizes"] ["f64 sizes"]
-# For each dtype and size, in one job, interleaved per size:
+# Device-resident distributed runs on the GPUs of one host, one job, table last.
+#   jobs/bench_multigpu.sh ["f32 sizes"] ["f64 sizes"]            (MODE=gpus, the default)
+#   MODE=scaling jobs/bench_multigpu.sh                            (4 and 8 GPUs)
+# MODE=gpus (the GPU-resident multi-GPU issue's benchmark), for each dtype and size:
 #   - `distmm gpu-bench` on one GPU (cuBLAS, and gpu-winograd at levels 1-4: its best row);
 #   - `distmm run --algo $ALGO` on 1, 2, 4, 8 ranks (as many as there are GPUs; one GPU per
 #     rank, NCCL between them) with cublas and gpu-winograd (levels auto), data on the GPUs;
 #   - the same on all GPUs with --from-host (inputs copied from host memory, C copied back:
 #     load and store counted) beside cuBLASXt (`distmm xt-bench`) on all GPUs with the same
 #     host inputs in pinned memory.
+# MODE=scaling (the 4- and 8-GPU issue's benchmark), on every rank count up to the GPUs:
+#   - strong scaling: f32 n = 65536 and f64 n = 49152 (SCALING_F32, SCALING_F64), cublas and
+#     gpu-winograd, with summa and cuboid (the best of the two per row: the best classical
+#     algorithm), against gpu-bench on one GPU (--no-error: the f32 reference would not fit);
+#   - CAPS with one BFS step on 7 ranks (when there are 7 or more GPUs), gpu-winograd leaves, f32
+#     65536: effective TFLOP/s (2 n^3 / t) against 7 x one GPU's cuBLAS rate;
+#   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
+#     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
 # DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), BENCH_JSON (JSON lines, default a
 # temporary file), MPIRUN (default: mpirun with root and oversubscription allowed).
@@ -34,25 +42,47 @@ echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo; JSON lines: $out"
 "$bin" info | grep -iE "nccl|gpu" || true
 
 quiet() { grep -v pmix || true; }
-for dt in f32 f64; do
-  sizes=$f32_sizes
-  [ "$dt" = f64 ] && sizes=$f64_sizes
-  for n in $sizes; do
-    "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 \
+runs() {  # runs P ENGINE DTYPE ALGO [run options]: one distmm run, its JSON line appended
+  local p=$1 e=$2 dt=$3 a=$4
+  shift 4
+  $mpirun -np "$p" "$bin" run --algo "$a" --engine "$e" --dtype "$dt" --warmup 1 --repeat "$repeat" \
+    --quiet --json "$out" "$@" 2>&1 | quiet
+}
+mode=${MODE:-gpus}
+if [ "$mode" = gpus ]; then
+  for dt in f32 f64; do
+    sizes=$f32_sizes
+    [ "$dt" = f64 ] && sizes=$f64_sizes
+    for n in $sizes; do
+      "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 \
+        --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
+      for p in $ranks; do
+        for e in cublas gpu-winograd; do runs "$p" "$e" "$dt" "$algo" --size "$n"; done
+      done
+      for e in cublas gpu-winograd; do runs "$gpus" "$e" "$dt" "$algo" --size "$n" --from-host; done
+      "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
+    done
+  done
+else
+  for spec in "f32 ${SCALING_F32:-65536}" "f64 ${SCALING_F64:-49152}"; do
+    read -r dt n <<< "$spec"
+    "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 --no-error \
       --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
     for p in $ranks; do
       for e in cublas gpu-winograd; do
-        $mpirun -np "$p" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" \
-          --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
+        for a in summa cuboid; do runs "$p" "$e" "$dt" "$a" --size "$n"; done
       done
     done
-    for e in cublas gpu-winograd; do
-      $mpirun -np "$gpus" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" --from-host \
-        --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
-    done
-    "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
   done
-done
+  if [ "$gpus" -ge 7 ]; then
+    runs 7 gpu-winograd f32 caps --size "${SCALING_F32:-65536}" --caps-steps B --formula winograd
+  fi
+  block=${WEAK_BLOCK:-16384}
+  for p in $ranks; do
+    mn=$(python3 -c "import math; print(int(round($block * math.sqrt($p))))")
+    for e in cublas gpu-winograd; do runs "$p" "$e" f64 summa --m "$mn" --n "$mn" --k "$block"; done
+  done
+fi
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -90,4 +120,38 @@ for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype
     target = ">= 1.2x: " + ("met" if sp >= 1.2 else "NOT met") if r["ranks"] >= 2 else ""
     print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {r['ranks']} | {r['load_seconds']:.3f} | {r['time_median']:.3f} | "
           f"{r['store_seconds']:.3f} | {total:.3f} | {xs:.3f} | {sp:.3f}x | {target} |")
+# Scaling mode: the best classical algorithm per (dtype, n, engine, ranks), CAPS, weak scaling.
+square = [r for r in runs if not r.get("from_host") and r["m"] == r["n"] == r["k"] and r["algo"] in ("summa", "cuboid")]
+best = {}
+for r in square:
+    key = (r["dtype"], r["m"], r["engine"], r["ranks"])
+    if key not in best or r["time_median"] < best[key]["time_median"]:
+        best[key] = r
+if any(k[3] >= 4 for k in best):
+    print("\n| dtype | n | engine | GPUs | best classical | time s | efficiency | target |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (dt, n, e, p), r in sorted(best.items()):
+        ref = bench.get((dt, n, e))
+        eff = ref / r["time_median"] / p if ref else float("nan")
+        t = {4: 0.90, 8: 0.85}.get(p)
+        mark = f">= {t}: " + ("met" if eff >= t else "NOT met") if t else ""
+        print(f"| {dt} | {n} | {e} | {p} | {r['algo']} | {r['time_median']:.3f} | {eff:.3f} | {mark} |")
+for r in (r for r in runs if r["algo"] == "caps"):
+    cub = bench.get((r["dtype"], r["m"], "cublas"))
+    eff_tf = 2 * r["m"] ** 3 / r["time_median"] / 1e12
+    need = 1.3 * 7 * (2 * r["m"] ** 3 / cub / 1e12) if cub else float("nan")
+    print(f"\nCAPS on {r['ranks']} GPUs ({r['residency']}): {r['time_median']:.3f} s, {eff_tf:.1f} effective TFLOP/s; "
+          f"target 1.3 x 7 x one GPU's cuBLAS = {need:.1f}: " + ("met" if eff_tf >= need else "NOT met"))
+import os
+wb = int(os.environ.get("WEAK_BLOCK", "16384"))
+weak = sorted((r for r in runs if os.environ.get("MODE") == "scaling" and r["k"] == wb and r["m"] == r["n"]
+               and r["dtype"] == "f64" and r["algo"] == "summa"), key=lambda r: (r["engine"], r["ranks"]))
+if weak:
+    print("\n| engine | GPUs | m = n | k | time s | vs 1 GPU |")
+    print("|---|---|---|---|---|---|")
+    one = {r["engine"]: r["time_median"] for r in weak if r["ranks"] == 1}
+    for r in weak:
+        base = one.get(r["engine"])
+        print(f"| {r['engine']} | {r['ranks']} | {r['m']} | {r['k']} | {r['time_median']:.3f} | "
+              f"{(r['time_median'] / base if base else float('nan')):.3f} |")
 PY

@@ -69,6 +69,7 @@ int dispatch(int argc, char** argv, int rank) {
   gb->add_flag("--untuned-too", bo.untuned_too, "Also rows with cuBLAS's own leaf kernels");
   gb->add_option("--moduli", bo.moduli, "INT8-emulated engines: moduli count 2 to 16 (default: the accuracy rule)")
       ->check(CLI::Range(2, 16));
+  gb->add_flag("--no-error{false}", bo.error, "Timings only: no reference product (it needs 3 n^2 doubles for f32)");
   gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
   gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
   gb->add_option("--json", bo.json, "Append one JSON line per row");
