@@ -69,7 +69,8 @@ int dispatch(int argc, char** argv, int rank) {
   gb->add_flag("--untuned-too", bo.untuned_too, "Also rows with cuBLAS's own leaf kernels");
   gb->add_option("--moduli", bo.moduli, "INT8-emulated engines: moduli count 2 to 16 (default: the accuracy rule)")
       ->check(CLI::Range(2, 16));
-  gb->add_flag("--no-error{false}", bo.error, "Timings only: no reference product (it needs 3 n^2 doubles for f32)");
+  bool gb_no_error = false;
+  gb->add_flag("--no-error", gb_no_error, "Timings only: no reference product (it needs 3 n^2 doubles for f32)");
   gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str();
   gb->add_option("--device", bo.device, "GPU ordinal")->capture_default_str();
   gb->add_option("--json", bo.json, "Append one JSON line per row");
@@ -112,6 +113,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
   if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
   if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
+  bo.error = !gb_no_error;
   if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;
   if (xb->parsed()) return rank == 0 ? distmm::xt_bench_command(xo, std::cout) : 0;
   return 0;
