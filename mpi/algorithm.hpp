@@ -112,11 +112,20 @@ class DistAlgorithm {
     (void)space, (void)call;
     throw std::logic_error(name() + " has no device-resident multiply");
   }
-  // Device bytes the device-resident multiply allocates besides A, B and C (its buffers and the
-  // engine's workspace for its largest local product).
-  virtual std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& space) const {
-    (void)dt, (void)space;
-    return 0;
+  // Device bytes the device-resident multiply allocates besides A, B and C: its buffers and
+  // the engine's workspace for its largest local product.
+  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& space) const {
+    std::size_t bytes = 0;
+    for (std::size_t b : device_buffer_bytes(dt)) bytes += b;
+    const GemmShape g = device_gemm_shape();
+    return bytes + space.engine_workspace(g.m, g.n, g.k, dt);
+  }
+  // Allocates those buffers (grow-only, kept across multiplies), so that a failure shows before
+  // any transfer is queued and every rank can leave together; the multiply allocates nothing.
+  void reserve_device(DeviceSpace& space, Dtype dt) {
+    const std::vector<std::size_t> bytes = device_buffer_bytes(dt);
+    device_buffers_.resize(bytes.size());
+    for (std::size_t i = 0; i < bytes.size(); ++i) reserve(space, device_buffers_[i], bytes[i]);
   }
   // Peak bytes this rank holds during multiply(), inputs and outputs included.
   virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
@@ -149,6 +158,17 @@ class DistAlgorithm {
     if (progress_) progress_(done, total);
   }
   void reset_phases() { phase_seconds_.assign(phase_names().size(), 0.0); }
+  // The device multiply's buffers on this rank, bytes each for dt (0: not used), in the order
+  // device_buffer(i) reaches them; and its largest local product (for the engine's workspace).
+  virtual std::vector<std::size_t> device_buffer_bytes(Dtype dt) const {
+    (void)dt;
+    return {};
+  }
+  virtual GemmShape device_gemm_shape() const { return {}; }
+  template <class T>
+  T* device_buffer(std::size_t i) const {
+    return i < device_buffers_.size() ? device_buffers_[i].template as<T>() : nullptr;
+  }
   // Times f() and adds it to phase `index` (of phase_names()).
   template <class F>
   void timed(std::size_t index, F&& f) {
@@ -161,6 +181,7 @@ class DistAlgorithm {
   std::function<void(int, int)> progress_;
   std::string selection_;
   std::vector<double> phase_seconds_;
+  std::vector<DeviceBlock> device_buffers_;  // reserve_device(); freed before the space
 };
 
 // An algorithm with a device-resident multiply: Derived::run_device<T>(DeviceSpace&, ...).

@@ -113,26 +113,25 @@ class Cannon final : public AlgorithmBase<Cannon> {
   void prepare_device(DeviceSpace& sp) override {
     if (!dev_) dev_ = sp.comm(grid_.comm());
   }
-  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
-    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
-    const index_t words = q_ > 1 ? 2 * (mi * kl + kl * nj) : 0;
-    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, kl, dt);
+  // Two blocks each of A and of B, received while the current ones are multiplied.
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    if (q_ == 1) return {};
+    const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), kl = pk_.max_size();
+    const std::size_t a = std::size_t(mi * kl) * size_of(dt), b = std::size_t(kl * nj) * size_of(dt);
+    return {a, a, b, b};
   }
+  GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
   template <class T>
   void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
     prepare_device(sp);
     const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), kmax = pk_.max_size();
+    const index_t mi = pm_.size(i), nj = pn_.size(j);
     auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
-    if (q_ > 1)
-      for (int b = 0; b < 2; ++b) {  // kept across multiplies (grow-only)
-        reserve(sp, dev_abuf_[b], std::size_t(mi * kmax) * sizeof(T));
-        reserve(sp, dev_bbuf_[b], std::size_t(kmax * nj) * sizeof(T));
-      }
-    T* abuf[2] = {dev_abuf_[0].as<T>(), dev_abuf_[1].as<T>()};
-    T* bbuf[2] = {dev_bbuf_[0].as<T>(), dev_bbuf_[1].as<T>()};
+    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
+    T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
 
     sp.comm_waits_for_compute();  // the operands are ready
     int l = (i + j) % q_;
@@ -171,13 +170,12 @@ class Cannon final : public AlgorithmBase<Cannon> {
   }
 
  private:
-  std::unique_ptr<DeviceComm> dev_;
-  DeviceBlock dev_abuf_[2], dev_bbuf_[2];
   GemmShape s_;
   int q_;
   CartGrid grid_;
   Partition1D pm_, pn_, pk_;
   Piece pa_, pb_, pc_;
+  std::unique_ptr<DeviceComm> dev_;  // over grid_'s communicator: destroyed before it
 };
 
 }  // namespace

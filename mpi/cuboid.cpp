@@ -193,14 +193,39 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     if (g_.pk > 1) dev_c_ = sp.comm(c_comm_);
     dev_ready_ = true;
   }
-  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
-    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kc = (pk_.max_size() + g_.steps - 1) / g_.steps;
-    const index_t wa = (kc + g_.pn - 1) / g_.pn, wb = (nj + g_.pm - 1) / g_.pm, wc = (nj + g_.pk - 1) / g_.pk;
-    index_t words = 0;
-    if (g_.pn > 1) words += 2 * mi * kc + 2 * mi * wa * g_.pn + 2 * mi * wa;
-    if (g_.pm > 1) words += 2 * kc * nj + 2 * kc * wb * g_.pm + 2 * kc * wb;
-    if (g_.pk > 1) words += mi * nj + mi * wc * g_.pk + mi * wc;
-    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, kc, dt);
+  // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
+  // parts (only where the parts differ) and this rank's part packed for sending (likewise); the
+  // same for B (its part is always packed: rows of a strided block); then C's partial sum, its
+  // padded parts and this rank's reduced columns. Buffer (which, slot) is device_buffer(2 which
+  // + slot), C's at 12, 13, 14.
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    std::vector<std::size_t> b(15, 0);
+    if (!active_) return b;
+    const std::size_t e = size_of(dt);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
+    bool uneven_a = false;
+    for (int c = 0; c < g_.steps; ++c) uneven_a = uneven_a || step_size(l_, c) % g_.pn != 0;
+    for (int slot = 0; slot < 2; ++slot) {
+      if (g_.pn > 1) {
+        b[0 + slot] = std::size_t(mi * kmax) * e;
+        if (uneven_a) b[2 + slot] = std::size_t(mi * share(kmax, g_.pn, 0) * g_.pn) * e,
+                      b[4 + slot] = std::size_t(mi * share(kmax, g_.pn, 0)) * e;
+      }
+      if (g_.pm > 1) {
+        b[6 + slot] = std::size_t(kmax * nj) * e;
+        if (nj % g_.pm != 0) b[8 + slot] = std::size_t(kmax * share(nj, g_.pm, 0) * g_.pm) * e;
+        b[10 + slot] = std::size_t(kmax * share(nj, g_.pm, 0)) * e;
+      }
+    }
+    if (g_.pk > 1) {
+      b[12] = std::size_t(mi * nj) * e;
+      if (nj % g_.pk != 0) b[13] = std::size_t(mi * share(nj, g_.pk, 0) * g_.pk) * e;
+      b[14] = std::size_t(mi * share(nj, g_.pk, 0)) * e;
+    }
+    return b;
+  }
+  GemmShape device_gemm_shape() const override {
+    return {pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps};
   }
 
   template <class T>
@@ -213,15 +238,11 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     const index_t kmax = step_size(l_, 0);
     const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
-    // Padded part sizes (the first part is the largest).
-    const index_t wa_max = share(kmax, g_.pn, 0), wb_max = share(nj, g_.pm, 0), wc_max = share(nj, g_.pk, 0);
-    auto grow = [&](DeviceBlock& b, index_t elems) { reserve(sp, b, std::size_t(elems) * sizeof(T)); };
-    for (int b = 0; b < 2; ++b) {
-      if (gather_a) grow(dev_buf_[0][b], mi * kmax), grow(dev_buf_[1][b], mi * wa_max * g_.pn), grow(dev_buf_[2][b], mi * wa_max);
-      if (gather_b) grow(dev_buf_[3][b], kmax * nj), grow(dev_buf_[4][b], kmax * wb_max * g_.pm), grow(dev_buf_[5][b], kmax * wb_max);
-    }
-    if (reduce_c) grow(dev_buf_[6][0], mi * nj), grow(dev_buf_[6][1], mi * wc_max * g_.pk), grow(dev_buf_[7][0], mi * wc_max);
-    auto buf = [&](int which, int slot) { return dev_buf_[which][slot].template as<T>(); };
+    (void)kmax;
+    const index_t wc_max = share(nj, g_.pk, 0);  // padded part width (the first part is the largest)
+    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    // which: 0 A gathered, 1 A padded, 2 A sent, 3 B gathered, 4 B padded, 5 B sent
+    auto buf = [&](int which, int slot) { return device_buffer<T>(std::size_t(2 * which + slot)); };
     // Gathers `parts` parts of rows x (share(cols, parts, q)) columns, padded to the first
     // part's width, from `mine` (this rank's part, leading dimension ld) into `out` (rows x
     // cols, contiguous), through `send` and `padded` where the parts differ.
@@ -261,7 +282,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
       }
     };
 
-    T* cp = reduce_c ? buf(6, 0) : C.data;
+    T* cp = reduce_c ? device_buffer<T>(12) : C.data;
     const index_t ldc = reduce_c ? std::max<index_t>(mi, 1) : C.ld;
     sp.comm_waits_for_compute();  // the operands are ready
     post(0, 0);
@@ -283,22 +304,19 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     if (nj % g_.pk != 0) {  // parts padded to the widest
       sp.comm_waits_for_compute();
       for (int q = 0; q < g_.pk; ++q)
-        sp.copy(buf(6, 1) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
+        sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
                 std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
-      send = buf(6, 1);
+      send = device_buffer<T>(13);
     } else {
       sp.comm_waits_for_compute();
     }
-    dev_c_->reduce_scatter_parts(send, buf(7, 0), part_counts(nj, g_.pk, mi));
+    dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
     sp.compute_waits_for_comm();
-    sp.add_scaled<T>(C.data, C.ld, buf(7, 0), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), beta);
+    sp.add_scaled<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), beta);
     step_done(g_.steps + 1, g_.steps + 1);
   }
 
  private:
-  std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;
-  bool dev_ready_ = false;
-  DeviceBlock dev_buf_[8][2];  // A: gathered, padded, sent; B: the same; C: partial, padded; mine
   // Part q of `parts` of n (the first n % parts one larger): the split of every block.
   static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
   // Elements of each part of a collective over `parts` ranks: `scale` times each share of n.
@@ -348,6 +366,8 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   int i_ = 0, j_ = 0, l_ = 0;
   Comm a_comm_, b_comm_, c_comm_;
   Piece pa_, pb_, pc_;
+  std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
+  bool dev_ready_ = false;
 };
 
 

@@ -189,7 +189,9 @@ class GpuDeviceSpace final : public DeviceSpace {
                        " more (" + format_size(free_bytes()) +
                        " free): use more GPUs (ranks), a smaller --panel, or --engine gpu-strassen-lowmem");
     }
-    cuda_check(cudaMemset(p, 0, std::max<std::size_t>(bytes, 1)), "cudaMemset");
+    // zeroed before any stream may use it (the lanes do not wait for the legacy stream)
+    cuda_check(cudaMemsetAsync(p, 0, std::max<std::size_t>(bytes, 1), aux_stream_->get()), "cudaMemset");
+    cuda_check(cudaStreamSynchronize(aux_stream_->get()), "sync");
     return DeviceBlock(this, p, bytes);
   }
   void add_scaled(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
@@ -268,6 +270,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   // many threads at once (first-touch page faults included).
   void upload(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
               std::size_t elem) override {
+    synchronize();  // nothing queued still uses dst
     transfer(true, dst, ld_dst, const_cast<void*>(src), ld_src, rows, cols, elem);
   }
   void download(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
@@ -278,6 +281,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   void fill_random(void* p, index_t ld, index_t rows, index_t cols, index_t row0, index_t col0,
                    std::uint64_t seed, Stream s, Fill fill, Dtype dt) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    synchronize();  // nothing queued still uses p
     typed(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       fill_random_device<T>(static_cast<T*>(p), ld, rows, cols, row0, col0, seed, s, fill, aux_stream_->get());
@@ -393,17 +397,12 @@ class GpuDeviceSpace final : public DeviceSpace {
 
 }  // namespace
 
-std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world) {
-  auto* g = dynamic_cast<DeviceGemm*>(&engine);
-  int have = g ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, world.get());
-  if (!have) return nullptr;
+int ranks_sharing_gpu(const Comm& world) {
+  // The current device (the GPU engine made its device current) by host and PCI bus: ranks
+  // see their GPUs under different ordinals when each is shown only its own.
   int device = 0;
-  cuda_check(cudaGetDevice(&device), "cudaGetDevice");  // the engine made its device current
-  // NCCL needs its library on every rank and one GPU per rank: ranks of a node that share a GPU
-  // (more ranks than GPUs) exchange through MPI instead.
   char id[96] = {};
-  {
+  if (cudaGetDevice(&device) == cudaSuccess) {
     char bus[32] = {};
     cudaDeviceGetPCIBusId(bus, sizeof bus, device);
     char host[64] = {};
@@ -412,10 +411,25 @@ std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world
   }
   std::vector<char> ids(sizeof id * std::size_t(world.size()));
   MPI_Allgather(id, sizeof id, MPI_CHAR, ids.data(), sizeof id, MPI_CHAR, world.get());
-  bool shared = false;
-  for (int r = 0; r < world.size() && !shared; ++r)
-    for (int q = r + 1; q < world.size() && !shared; ++q)
-      shared = std::strncmp(&ids[sizeof id * r], &ids[sizeof id * q], sizeof id) == 0;
+  int most = 1;
+  for (int r = 0; r < world.size(); ++r) {
+    int same = 0;
+    for (int q = 0; q < world.size(); ++q) same += std::strncmp(&ids[sizeof id * r], &ids[sizeof id * q], sizeof id) == 0;
+    most = std::max(most, same);
+  }
+  return most;
+}
+
+std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world) {
+  auto* g = dynamic_cast<DeviceGemm*>(&engine);
+  int have = g ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, world.get());
+  if (!have) return nullptr;
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");  // the engine made its device current
+  // NCCL needs its library on every rank and one GPU per rank: ranks that share a GPU (more
+  // ranks than GPUs) exchange through MPI instead.
+  const bool shared = ranks_sharing_gpu(world) > 1;
   const char* env = std::getenv("DISTMM_DEVICE_COMM");
   const bool forced_mpi = env && std::string(env) == "mpi";
   int lib = nccl_library().found() ? 1 : 0;

@@ -234,5 +234,8 @@ struct StepOperands {
 // GPU, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
 // distmm was built without CUDA.
 std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world);
+// The most ranks of `world` that share one GPU (the current device of each rank, by host and
+// PCI bus); collective. 1 without CUDA.
+int ranks_sharing_gpu(const Comm& world);
 
 }  // namespace distmm

@@ -4,5 +4,6 @@
 namespace distmm {
 
 std::unique_ptr<DeviceSpace> make_device_space(Engine&, const Comm&) { return nullptr; }
+int ranks_sharing_gpu(const Comm&) { return 1; }
 
 }  // namespace distmm

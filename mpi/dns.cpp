@@ -100,10 +100,14 @@ class Dns final : public AlgorithmBase<Dns> {
   void prepare_device(DeviceSpace& sp) override {
     if (!dev_depth_) dev_depth_ = sp.comm(depth_), dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
-  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
-    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
-    return static_cast<std::size_t>(mi * kl + kl * nj + mi * nj) * size_of(dt) + sp.engine_workspace(mi, nj, kl, dt);
+  // This rank's A(i, l) and B(l, j), and off the base plane its partial product.
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
+    return {std::size_t(mi * kl) * size_of(dt), std::size_t(kl * nj) * size_of(dt),
+            l != 0 ? std::size_t(mi * nj) * size_of(dt) : 0};
   }
+  GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
   template <class T>
   void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
@@ -112,10 +116,9 @@ class Dns final : public AlgorithmBase<Dns> {
     prepare_device(sp);
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
-    reserve(sp, dev_a_, std::size_t(mi * kl) * sizeof(T));
-    reserve(sp, dev_b_, std::size_t(kl * nj) * sizeof(T));
-    T* a = dev_a_.as<T>();
-    T* b = dev_b_.as<T>();
+    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    T* a = device_buffer<T>(0);
+    T* b = device_buffer<T>(1);
     sp.comm_waits_for_compute();
     // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
     dev_depth_->group_start();
@@ -137,10 +140,7 @@ class Dns final : public AlgorithmBase<Dns> {
     // 3. Multiply, and sum the q partial products onto the base plane.
     T* out = C.data;
     index_t ldo = C.ld;
-    if (l != 0) {
-      reserve(sp, dev_partial_, std::size_t(mi * nj) * sizeof(T));
-      out = dev_partial_.as<T>(), ldo = std::max<index_t>(mi, 1);
-    }
+    if (l != 0) out = device_buffer<T>(2), ldo = std::max<index_t>(mi, 1);
     sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, a, std::max<index_t>(mi, 1), b, std::max<index_t>(kl, 1),
                l == 0 ? beta : T(0), out, ldo);
     sp.comm_waits_for_compute();
@@ -150,14 +150,13 @@ class Dns final : public AlgorithmBase<Dns> {
   }
 
  private:
-  std::unique_ptr<DeviceComm> dev_depth_, dev_row_, dev_col_;
-  DeviceBlock dev_a_, dev_b_, dev_partial_;
   GemmShape s_;
   int q_;
   CartGrid grid_;
   Comm depth_, row_, col_;
   Partition1D pm_, pn_, pk_;
   Piece pa_, pb_, pc_;
+  std::unique_ptr<DeviceComm> dev_depth_, dev_row_, dev_col_;  // destroyed before their Comms
 };
 
 }  // namespace

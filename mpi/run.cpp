@@ -275,9 +275,21 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
                       std::size_t budget) {
   const bool keep_c0 = o.beta != 0.0;
   Verify verify = o.verify;
-  DeviceDistMatrix A(sp, o.m, o.k, algo.piece_a(), sizeof(T)), B(sp, o.k, o.n, algo.piece_b(), sizeof(T)),
-      C(sp, o.m, o.n, algo.piece_c(), sizeof(T)), C0;
-  if (keep_c0) C0 = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
+  // Every device allocation of the run before any transfer: a rank that cannot allocate says so
+  // and all leave together (none is left waiting in a collective).
+  DeviceDistMatrix A, B, C, C0;
+  std::string failed;
+  try {
+    A = DeviceDistMatrix(sp, o.m, o.k, algo.piece_a(), sizeof(T));
+    B = DeviceDistMatrix(sp, o.k, o.n, algo.piece_b(), sizeof(T));
+    C = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
+    if (keep_c0) C0 = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
+    algo.reserve_device(sp, dtype_of<T>());
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  failed = world.first_error(failed);
+  if (!failed.empty()) throw UsageError(failed);
   auto upload = [&](const DistMatrix<T>& h, DeviceDistMatrix& d) {
     sp.upload(d.data<T>(), d.ld, h.local.data(), h.local.ld(), h.local.rows(), h.local.cols(), sizeof(T));
   };
@@ -310,7 +322,6 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   const MultiplyCall call{dtype_of<T>(), &alpha, {A.data<T>(), A.piece.rows(), A.piece.cols(), A.ld},
                           {B.data<T>(), B.piece.rows(), B.piece.cols(), B.ld}, &beta, C.data<T>(),
                           pc.rows(), pc.cols(), C.ld};
-  algo.prepare_device(sp);  // communicators, once
   CommCounters counted;
   for (int r = -o.warmup; r < o.repeat; ++r) {
     if (keep_c0) sp.copy(C.data<T>(), C.ld, C0.data<T>(), C0.ld, pc.rows(), pc.cols(), DeviceSpace::Lane::compute);
@@ -419,16 +430,23 @@ Prepared prepare(const Comm& world, RunSpec o) {
   o.algo_opts.engine = engine.get();
   o.algo_opts.dtype = dt;
   if (o.mem_limit) o.algo_opts.mem_limit = budget;
-  // The ranks of a node share its GPUs.
-  const double ranks_per_gpu = std::ceil(double(node_local_size()) / std::max(1, gpu_count()));
+  // Ranks that share a GPU share its memory (counted by PCI bus: ranks shown only their own GPU
+  // see it as device 0). Every device plan keeps a margin for what is allocated outside it
+  // (NCCL's buffers, cuBLAS handles): 512 MiB and 5% of the rank's share.
+  const bool gpu_engine = engine_used && einfo.memory == Memory::device;
+  const double ranks_per_gpu = gpu_engine ? ranks_sharing_gpu(world) : 1;  // collective
+  auto device_share = [&](double free) { return free / ranks_per_gpu * 0.95 - double(512 << 20); };
   if (on_gpu) {
     o.algo_opts.device_resident = true;
-    const double left = double(engine->device_free_bytes()) / ranks_per_gpu - operands;
+    const double left = device_share(double(engine->device_free_bytes())) - operands;
     o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
   }
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
   std::unique_ptr<DeviceSpace> space;
-  if (on_gpu && algo->runs_on_device()) space = make_device_space(*engine, world);  // collective
+  if (on_gpu && algo->runs_on_device()) {
+    space = make_device_space(*engine, world);  // collective
+    if (space) algo->prepare_device(*space);     // its communicators (collective), before the plan
+  }
 
   double peak = double(algo->peak_bytes(dt, *engine));
   if (o.beta != 0.0) peak += double(algo->piece_c().rows()) * algo->piece_c().cols() * size_of(dt);
@@ -440,12 +458,12 @@ Prepared prepare(const Comm& world, RunSpec o) {
     double need = bytes(algo->piece_a()) + bytes(algo->piece_b()) +
                   bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) + double(algo->device_extra_bytes(dt, *space));
     need = world.allreduce_max_uncounted(need);
-    const double free_min = -world.allreduce_max_uncounted(-double(space->free_bytes())) / ranks_per_gpu;
+    const double free_min = device_share(-world.allreduce_max_uncounted(-double(space->free_bytes())));
     if (need > free_min)
       throw UsageError("the device-resident run needs about " + format_bytes(need) + " of GPU memory per rank (" +
-                       algo->name() + ", " + engine->name() + ") but " + format_bytes(free_min) +
-                       " is free per rank: use more GPUs (ranks), a smaller --panel, --engine cublas or "
-                       "gpu-strassen-lowmem, or --host-staged");
+                       algo->name() + ", " + engine->name() + ") but " + format_bytes(std::max(free_min, 0.0)) +
+                       " is free per rank (after a margin for NCCL and cuBLAS): use more GPUs (ranks), a smaller "
+                       "--panel, --engine cublas or gpu-strassen-lowmem, or --host-staged");
     peak = need;
   } else if (peak > double(budget)) {
     const int ranks = static_cast<int>(std::ceil(P * peak / double(budget)));

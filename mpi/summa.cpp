@@ -128,10 +128,15 @@ class Summa final : public AlgorithmBase<Summa> {
   void prepare_device(DeviceSpace& sp) override {
     if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
-  std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& sp) const override {
-    const index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
-    const index_t words = (grid_.dim(1) > 1 ? 2 * mi * w : 0) + (grid_.dim(0) > 1 ? 2 * w * nj : 0);
-    return static_cast<std::size_t>(words) * size_of(dt) + sp.engine_workspace(mi, nj, w, dt);
+  // Two panels each of A (when broadcast along rows) and of B (along columns).
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), w = std::min(width_, s_.k);
+    const std::size_t a = grid_.dim(1) > 1 ? std::size_t(mi * w) * size_of(dt) : 0,
+                      b = grid_.dim(0) > 1 ? std::size_t(w * nj) * size_of(dt) : 0;
+    return {a, a, b, b};
+  }
+  GemmShape device_gemm_shape() const override {
+    return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
   }
 
   template <class T>
@@ -142,14 +147,10 @@ class Summa final : public AlgorithmBase<Summa> {
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j);
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
-    const index_t wmax = std::min(width_, s_.k);
     const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
-    DeviceBlock* abuf = dev_abuf_;
-    DeviceBlock* bbuf = dev_bbuf_;
-    for (int b = 0; b < 2; ++b) {  // kept across multiplies (grow-only)
-      if (along_rows) reserve(sp, abuf[b], std::size_t(mi * wmax) * sizeof(T));
-      if (along_cols) reserve(sp, bbuf[b], std::size_t(wmax * nj) * sizeof(T));
-    }
+    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
+    T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     StepOperands<T> ops[2];
 
     auto post = [&](std::size_t t, int slot) {
@@ -158,15 +159,15 @@ class Summa final : public AlgorithmBase<Summa> {
       if (j == p.owner_col && (!along_rows || A.ld == mi)) {
         o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
       } else {
-        if (j == p.owner_col) sp.copy(abuf[slot].as<T>(), mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
-        o.a = abuf[slot].as<T>(), o.lda = mi;
+        if (j == p.owner_col) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        o.a = abuf[slot], o.lda = mi;
       }
       if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.owner_col);
       if (i == p.owner_row && !along_cols) {
         o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
       } else {
-        if (i == p.owner_row) sp.copy(bbuf[slot].as<T>(), p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
-        o.b = bbuf[slot].as<T>(), o.ldb = p.width;
+        if (i == p.owner_row) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        o.b = bbuf[slot], o.ldb = p.width;
       }
       if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
     };
@@ -192,7 +193,6 @@ class Summa final : public AlgorithmBase<Summa> {
   CartGrid grid_;
   Comm row_, col_;
   std::unique_ptr<DeviceComm> dev_row_, dev_col_;
-  DeviceBlock dev_abuf_[2], dev_bbuf_[2];
   Partition1D pm_, pn_, pka_, pkb_;
   Piece pa_, pb_, pc_;
   index_t width_ = 512;
