@@ -217,6 +217,15 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   for (const char* f : {"--tau1", "--tau2", "--gpu-streams"})
     only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-*-ozaki), not " + engine);
   only_with(o, "--moduli", e.emulated, "to the INT8-emulated GPU engines (gpu-ozaki, gpu-strassen-ozaki, gpu-winograd-ozaki), not " + engine);
+  for (const char* f : {"--host-staged", "--from-host"})
+    only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack,
+              "to the GPU engines (cublas, gpu-*), not " + engine);
+  if (s.host_staged && s.inputs_from_host)
+    throw UsageError("--from-host is for device-resident runs and --host-staged keeps the blocks in host memory: "
+                     "give one of them");
+  if (s.inputs_from_host && !s.a_path.empty())
+    throw UsageError("--from-host generates random inputs in host memory; --a/--b files are read on the host "
+                     "already: drop --from-host");
 }
 
 }  // namespace

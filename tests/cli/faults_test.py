@@ -87,6 +87,8 @@ with tempfile.TemporaryDirectory() as d:
             (["--engine", "winograd", "--tau1", "64"], "--tau1 applies only to the GPU"),
             (["--engine", "blas", "--moduli", "7"], "--moduli applies only to the INT8-emulated GPU engines"),
             (["--moduli", "1"], "--moduli 1 is out of range: use 2 to 16"),
+            (["--from-host"], "--from-host applies only to the GPU engines"),
+            (["--engine", "winograd", "--host-staged"], "--host-staged applies only to the GPU engines"),
             (["--verify", "full", "--trials", "4"], "--trials applies only with --verify freivalds"),
             (["--size", "50", "--m", "40"], "--size and --m both set the shape"),
             (["--a", "A.npy", "--b", "B.npy", "--out", "C.npy", "--size", "9"], "--size applies only to generated inputs"),
