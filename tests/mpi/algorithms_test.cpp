@@ -62,6 +62,24 @@ TEST(Summa, NarrowPanelsAndForcedGrids) {
   }
 }
 
+// Local products long enough to be cut for progress calls (gemm_with_progress: column chunks
+// of >= 512, and chunks of k of >= 256 where C is narrow) while the next panel or block travels:
+// the pieces must add up to the whole product, beta applied once.
+TEST(Overlap, ChunkedProductsWhileTransfersPendStayExact) {
+  int P;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  for (Shape s : {Shape{301, 257, 1100}, Shape{97, 1200, 2101}, Shape{1030, 40, 1500}}) {
+    for (const char* algo : {"summa", "cannon", "cuboid"}) {
+      AlgoOptions o;
+      if (std::string(algo) == "cuboid") o.cuboid_steps = 3;  // k-steps: the gathers overlap products
+      auto r = multiply_and_compare<double>(algo, "blas", s.m, s.n, s.k, -2.0, 3.0, o);
+      if (r.skipped) continue;  // cannon on a rank count that is not a square
+      EXPECT_EQ(r.max_err, 0.0) << algo << " P=" << P << " " << s.m << "x" << s.n << "x" << s.k;
+      EXPECT_TRUE(r.words_match) << algo << ": " << r.note;
+    }
+  }
+}
+
 // Cuboid with forced grids (idle ranks, layers that sum C, pm or pn of 1) and several k-steps,
 // every dtype, against BLAS on the gathered operands; measured words equal the analytic count.
 TEST(Cuboid, ForcedGridsAndSteps) {
