@@ -156,7 +156,256 @@ class Caps final : public AlgorithmBase<Caps> {
     timed(tail_phase(2), [&] { unpack(c.get(), s_.m, s_.n, top_.lm(), top_.ln(), alpha, beta, C); });
   }
 
+  // ---- The same on device buffers (device_space.hpp) ----
+  // The steps of run() with every block in GPU memory: the packing and the sums and
+  // combinations of quadrants as device copies and cuBLAS geam passes on the compute lane, the
+  // BFS exchanges and the leaf SUMMA's broadcasts on the comm lane (grouped: all seven peers'
+  // transfers at once), the leaf products through the engine. No arriving-leaf overlap here.
+  static constexpr bool kRunsOnDevice = true;
+  void prepare_device(DeviceSpace& sp) override {
+    if (dev_ready_) return;
+    for (const Comm& p : peers_) dev_peers_.push_back(sp.comm(p));
+    dev_leaf_rows_ = sp.comm(leaf_rows_);
+    dev_leaf_cols_ = sp.comm(leaf_cols_);
+    dev_ready_ = true;
+  }
+  // Buffers: 0-2 the top's A, B and C in Z order; then kLevelBuffers per level (sums of A,
+  // sums of B, products, the subproblem's A, B and C, exchange staging); last the leaf SUMMA's
+  // two A and two B panels.
+  static constexpr std::size_t kLevelBuffers = 7;
+  std::size_t level_buffer(int depth, int i) const { return 3 + std::size_t(depth) * kLevelBuffers + std::size_t(i); }
+  std::size_t leaf_buffer(int i) const { return 3 + steps_.size() * kLevelBuffers + std::size_t(i); }
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    const std::size_t e = size_of(dt);
+    std::vector<std::size_t> b(leaf_buffer(4), 0);
+    b[0] = std::size_t(top_.a_len()) * e, b[1] = std::size_t(top_.b_len()) * e, b[2] = std::size_t(top_.c_len()) * e;
+    Stage st = top_;
+    for (std::size_t d = 0; d < steps_.size(); ++d) {
+      const std::size_t qa = std::size_t(st.a_len() / 4) * e, qb = std::size_t(st.b_len() / 4) * e,
+                        qc = std::size_t(st.c_len() / 4) * e;
+      std::size_t* L = &b[level_buffer(int(d), 0)];
+      if (steps_[d] == CapsStep::dfs) {
+        L[0] = qa, L[1] = qb, L[2] = qc;
+        st = st.child_dfs();
+      } else {
+        const Stage ch = st.child_bfs();
+        L[0] = 7 * qa, L[1] = 7 * qb, L[2] = 7 * qc;
+        L[3] = std::size_t(ch.a_len()) * e, L[4] = std::size_t(ch.b_len()) * e, L[5] = std::size_t(ch.c_len()) * e;
+        L[6] = std::max({L[3], L[4], L[5]});
+        st = ch;
+      }
+    }
+    if (st.P > 1) {
+      index_t wmax = 0;
+      for (const LeafPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.w);
+      b[leaf_buffer(0)] = b[leaf_buffer(1)] = std::size_t(st.rows_of(st.lm()) * wmax) * e;
+      b[leaf_buffer(2)] = b[leaf_buffer(3)] = std::size_t(wmax * st.cols_of(st.ln())) * e;
+    }
+    return b;
+  }
+  GemmShape device_gemm_shape() const override {
+    Stage st = top_;
+    for (CapsStep c : steps_) st = c == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
+    return {st.rows_of(st.lm()), st.cols_of(st.ln()), st.lk()};
+  }
+
+  template <class T>
+  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    reset_phases();
+    prepare_device(sp);
+    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    T* a = device_buffer<T>(0);
+    T* b = device_buffer<T>(1);
+    T* c = device_buffer<T>(2);
+    // (the padding in a and b stays zero from the allocation: only the pieces are written)
+    device_pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a);
+    device_pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b);
+    device_recurse<T>(sp, top_, 0, a, b, c);
+    step_done(1, 1);
+    device_unpack(sp, c, s_.m, s_.n, top_.lm(), top_.ln(), alpha, beta, C);
+  }
+
  private:
+  // Calls f(bi, bj, nr, cnt, local row, local column) for the blocks of this rank's part of the
+  // padded layout that hold data: nr rows and cnt columns of the piece.
+  template <class F>
+  void for_each_part_block(index_t rows, index_t cols, index_t lr, index_t lc, F&& f) const {
+    const PartMap pm = part_map(rows, cols, lr, lc);
+    for (index_t bj = 0; bj < pm.nb; ++bj) {
+      index_t cnt = 0;  // the block's valid columns are a prefix, consecutive in the piece
+      while (cnt < pm.w && pm.local_col[bj * pm.w + cnt] >= 0) ++cnt;
+      if (cnt == 0) continue;
+      for (index_t bi = 0; bi < pm.nb; ++bi) {
+        const index_t nr = std::clamp<index_t>(rows - pm.global_row[bi], 0, pm.h);
+        if (nr > 0) f(bi, bj, nr, cnt, pm.local_row[bi], pm.local_col[bj * pm.w], pm.h * pm.w, pm.h);
+      }
+    }
+  }
+  template <class T>
+  void device_pack(DeviceSpace& sp, MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc,
+                   T* out) const {
+    for_each_part_block(rows, cols, lr, lc, [&](index_t bi, index_t bj, index_t nr, index_t cnt, index_t r0, index_t c0,
+                                                index_t blk, index_t h) {
+      sp.copy(out + z_index(bi, bj, top_.steps) * blk, std::max<index_t>(h, 1), M.data + r0 + c0 * M.ld, M.ld, nr, cnt,
+              DeviceSpace::Lane::compute);
+    });
+  }
+  template <class T>
+  void device_unpack(DeviceSpace& sp, const T* in, index_t rows, index_t cols, index_t lr, index_t lc, T alpha, T beta,
+                     MatrixView<T> C) const {
+    for_each_part_block(rows, cols, lr, lc, [&](index_t bi, index_t bj, index_t nr, index_t cnt, index_t r0, index_t c0,
+                                                index_t blk, index_t h) {
+      sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, in + z_index(bi, bj, top_.steps) * blk, std::max<index_t>(h, 1), nr,
+                      cnt, alpha, beta);
+    });
+  }
+  // out = sum_i w[i] x_i over the nonzero weights (n elements each), on the compute lane.
+  template <class T>
+  static void device_sum(DeviceSpace& sp, T* out, index_t n, const std::vector<std::pair<const T*, int>>& terms) {
+    if (n <= 0) return;
+    bool first = true;
+    for (const auto& [x, w] : terms) {
+      if (w == 0) continue;
+      sp.scale_add<T>(out, n, x, n, n, 1, T(w), first ? T(0) : T(1));
+      first = false;
+    }
+    if (first) sp.zero(out, std::size_t(n) * sizeof(T), DeviceSpace::Lane::compute);
+  }
+  template <class T>
+  static std::vector<std::pair<const T*, int>> quadrant_terms(const T* x, index_t quarter, const int (&row)[4]) {
+    std::vector<std::pair<const T*, int>> t;
+    for (int q = 0; q < 4; ++q) t.push_back({x + q * quarter, row[q]});
+    return t;
+  }
+
+  template <class T>
+  void device_recurse(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
+    if (st.steps == 0) return device_leaf<T>(sp, st, a, b, c);
+    const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
+    auto buf = [&](int i) { return device_buffer<T>(level_buffer(depth, i)); };
+    if (steps_[depth] == CapsStep::dfs) {
+      const Stage ch = st.child_dfs();
+      T *s = buf(0), *t = buf(1), *mprod = buf(2);
+      sp.zero(c, std::size_t(st.c_len()) * sizeof(T), DeviceSpace::Lane::compute);
+      for (int j = 0; j < 7; ++j) {
+        device_sum<T>(sp, s, qa, quadrant_terms<T>(a, qa, f_.a[j]));
+        device_sum<T>(sp, t, qb, quadrant_terms<T>(b, qb, f_.b[j]));
+        device_recurse<T>(sp, ch, depth + 1, s, t, mprod);
+        if (depth == 0) step_done(j + 1, 8);
+        for (int q = 0; q < 4; ++q)  // C_q += c[j][q] M_j
+          if (f_.c[j][q] != 0) sp.scale_add<T>(c + q * qc, qc, mprod, qc, qc, 1, T(f_.c[j][q]), T(1));
+      }
+      return;
+    }
+    const Stage ch = st.child_bfs();
+    DeviceComm& peers = *dev_peers_[std::size_t(bfs_level(depth))];
+    T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
+    for (int j = 0; j < 7; ++j) {
+      device_sum<T>(sp, s + j * qa, qa, quadrant_terms<T>(a, qa, f_.a[j]));
+      device_sum<T>(sp, t + j * qb, qb, quadrant_terms<T>(b, qb, f_.b[j]));
+    }
+    const index_t L = ch.leaves();
+    const int r = st.qc() / 7, g = st.qc() % 7;
+    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
+    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
+    device_exchange_in<T>(sp, peers, s, qa, sub_a, L, st.rows_of(st.lm()), wa, g, tmp);
+    device_exchange_in<T>(sp, peers, t, qb, sub_b, L, st.rows_of(st.lk()), wb, g, tmp);
+    sp.compute_waits_for_comm();
+    device_recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
+    device_exchange_out<T>(sp, peers, sub_c, mall, qc, L, st.rows_of(st.lm()), wb, g, tmp);
+    sp.compute_waits_for_comm();
+    for (int q = 0; q < 4; ++q) {  // C_q = sum_j c[j][q] M_j
+      std::vector<std::pair<const T*, int>> terms;
+      for (int j = 0; j < 7; ++j) terms.push_back({mall + j * qc, f_.c[j][q]});
+      device_sum<T>(sp, c + q * qc, qc, terms);
+    }
+  }
+  // exchange_in on device buffers: peer p's L runs of rows x w(p) arrive whole in `tmp` and are
+  // copied into their places in the subproblem.
+  template <class T, class Width>
+  void device_exchange_in(DeviceSpace& sp, DeviceComm& peers, const T* sums, index_t quarter, T* sub, index_t L,
+                          index_t rows, Width w, int me, T* tmp) const {
+    const std::array<index_t, 8> off = chunk_offsets(w);
+    const index_t total_w = off[7];
+    sp.comm_waits_for_compute();
+    peers.group_start();
+    for (int p = 0; p < 7; ++p) {
+      if (p == me) continue;
+      if (quarter > 0) peers.send(sums + p * quarter, quarter, p);
+      if (rows * w(p) > 0) peers.recv(tmp + L * rows * off[p], L * rows * w(p), p);
+    }
+    peers.group_end();
+    for (int p = 0; p < 7; ++p) {
+      const T* from = p == me ? sums + me * quarter : tmp + L * rows * off[p];
+      if (rows * w(p) > 0 && L > 0)
+        sp.copy(sub + off[p] * rows, rows * total_w, from, rows * w(p), rows * w(p), L, DeviceSpace::Lane::comm);
+    }
+  }
+  // exchange_out on device buffers: each peer's chunks packed into `tmp`, sent whole; this
+  // rank's chunks of the seven products land in mall.
+  template <class T, class Width>
+  void device_exchange_out(DeviceSpace& sp, DeviceComm& peers, const T* prod, T* mall, index_t quarter, index_t L,
+                           index_t rows, Width w, int me, T* tmp) const {
+    const std::array<index_t, 8> off = chunk_offsets(w);
+    const index_t total_w = off[7];
+    sp.comm_waits_for_compute();
+    for (int p = 0; p < 7; ++p) {
+      if (rows * w(p) == 0 || L == 0) continue;
+      T* to = p == me ? mall + me * quarter : tmp + L * rows * off[p];
+      sp.copy(to, rows * w(p), prod + off[p] * rows, rows * total_w, rows * w(p), L, DeviceSpace::Lane::comm);
+    }
+    peers.group_start();
+    for (int p = 0; p < 7; ++p) {
+      if (p == me) continue;
+      if (quarter > 0) peers.recv(mall + p * quarter, quarter, p);
+      if (rows * w(p) > 0) peers.send(tmp + L * rows * off[p], L * rows * w(p), p);
+    }
+    peers.group_end();
+  }
+  // leaf() on device buffers: one rank multiplies alone; m > 1 ranks run the leaf SUMMA with
+  // the next panel's broadcasts on the comm lane during this panel's product.
+  template <class T>
+  void device_leaf(DeviceSpace& sp, const Stage& st, const T* a, const T* b, T* c) {
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    const index_t h = st.rows_of(lm), wn = st.cols_of(ln);
+    if (st.P == 1) {
+      sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, std::max<index_t>(lm, 1), b, std::max<index_t>(lk, 1), T(0), c,
+                 std::max<index_t>(lm, 1));
+      return;
+    }
+    const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
+    const index_t hb = st.rows_of(lk);
+    const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
+    T* abuf[2] = {device_buffer<T>(leaf_buffer(0)), device_buffer<T>(leaf_buffer(1))};
+    T* bbuf[2] = {device_buffer<T>(leaf_buffer(2)), device_buffer<T>(leaf_buffer(3))};
+    std::array<const T*, 2> ap{}, bp{};
+    auto post = [&](std::size_t t) {
+      const LeafPanel& p = panels[t];
+      const int slot = int(t % 2);
+      T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[slot];
+      if (qr == p.b_root)
+        sp.copy(bbuf[slot], std::max<index_t>(p.w, 1), b + (p.k0 - chunk_begin(lk, qr, mr)), std::max<index_t>(hb, 1),
+                p.w, wn, DeviceSpace::Lane::comm);
+      dev_leaf_rows_->broadcast(asrc, h * p.w, p.a_root);
+      dev_leaf_cols_->broadcast(bbuf[slot], p.w * wn, p.b_root);
+      ap[slot] = asrc, bp[slot] = bbuf[slot];
+    };
+    if (panels.empty()) sp.zero(c, std::size_t(h * wn) * sizeof(T), DeviceSpace::Lane::compute);
+    sp.comm_waits_for_compute();
+    if (!panels.empty()) post(0);
+    for (std::size_t t = 0; t < panels.size(); ++t) {
+      const int slot = int(t % 2);
+      sp.compute_waits_for_comm();
+      if (t + 1 < panels.size()) {
+        sp.comm_waits_for_compute();
+        post(t + 1);
+      }
+      sp.gemm<T>(Op::N, Op::N, h, wn, panels[t].w, T(1), ap[slot], std::max<index_t>(h, 1), bp[slot],
+                 std::max<index_t>(panels[t].w, 1), t == 0 ? T(0) : T(1), c, std::max<index_t>(h, 1));
+    }
+    sp.compute_waits_for_comm();
+  }
+
   // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
   // (both clipped to the matrix: the rest is padding).
   Piece piece(index_t rows, index_t cols, index_t leaf_rows, index_t leaf_cols) const {
@@ -632,6 +881,10 @@ class Caps final : public AlgorithmBase<Caps> {
   Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
+  // Device communicators over the Comms above (destroyed before them).
+  std::vector<std::unique_ptr<DeviceComm>> dev_peers_;
+  std::unique_ptr<DeviceComm> dev_leaf_rows_, dev_leaf_cols_;
+  bool dev_ready_ = false;
 };
 
 }  // namespace

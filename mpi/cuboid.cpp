@@ -312,7 +312,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     }
     dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
     sp.compute_waits_for_comm();
-    sp.add_scaled<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), beta);
+    sp.scale_add<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), T(1), beta);
     step_done(g_.steps + 1, g_.steps + 1);
   }
 

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <complex>
 #include <cstdlib>
+#include <type_traits>
 #include <cstring>
 #include <vector>
 
@@ -102,20 +104,16 @@ class StagedDeviceComm final : public DeviceComm {
     });
     if (c_.rank() == root) in(recv, in_.get(), bytes);
   }
+  // Transfers between group_start and group_end are posted together at group_end (as NCCL's
+  // group does), so that peers exchanging in different orders do not wait for each other.
   void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
                      Dtype dt) override {
-    const std::size_t sb = std::size_t(std::max<index_t>(ns, 0)) * size_of(dt),
-                      rb = std::size_t(std::max<index_t>(nr, 0)) * size_of(dt);
-    out(send, sb);
-    in_.reserve(rb);
-    typed(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      Requests rq;
-      if (nr > 0) c_.irecv(reinterpret_cast<T*>(in_.get()), nr, src, 71, rq);
-      if (ns > 0) c_.isend(reinterpret_cast<const T*>(out_.get()), ns, dest, 71, rq);
-      rq.wait_all();
-    });
-    in(recv, in_.get(), rb);
+    queued_.push_back({send, std::max<index_t>(ns, 0), dest, recv, std::max<index_t>(nr, 0), src, dt});
+    if (group_depth_ == 0) flush();
+  }
+  void group_start() override { ++group_depth_; }
+  void group_end() override {
+    if (group_depth_ > 0 && --group_depth_ == 0) flush();
   }
   void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
@@ -160,9 +158,51 @@ class StagedDeviceComm final : public DeviceComm {
     // the pinned buffer is reused by the next operation: wait until it is read
     cuda_check(cudaStreamSynchronize(s_), "sync");
   }
+  struct Transfer {
+    const void* send;
+    index_t ns;
+    int dest;
+    void* recv;
+    index_t nr;
+    int src;
+    Dtype dt;
+  };
+  void flush() {
+    if (queued_.empty()) return;
+    while (staged_.size() < 2 * queued_.size()) staged_.push_back(std::make_unique<PinnedBuffer<unsigned char>>());
+    for (std::size_t i = 0; i < queued_.size(); ++i) {
+      const Transfer& t = queued_[i];
+      const std::size_t sb = std::size_t(t.ns) * size_of(t.dt), rb = std::size_t(t.nr) * size_of(t.dt);
+      staged_[2 * i]->reserve(sb), staged_[2 * i + 1]->reserve(rb);
+      if (sb > 0)
+        cuda_check(cudaMemcpyAsync(staged_[2 * i]->get(), t.send, sb, cudaMemcpyDeviceToHost, s_), "D2H");
+    }
+    cuda_check(cudaStreamSynchronize(s_), "sync");
+    Requests rq;
+    for (std::size_t i = 0; i < queued_.size(); ++i) {
+      const Transfer& t = queued_[i];
+      typed(t.dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if (t.nr > 0) c_.irecv(reinterpret_cast<T*>(staged_[2 * i + 1]->get()), t.nr, t.src, 71, rq);
+        if (t.ns > 0) c_.isend(reinterpret_cast<const T*>(staged_[2 * i]->get()), t.ns, t.dest, 71, rq);
+      });
+    }
+    rq.wait_all();
+    for (std::size_t i = 0; i < queued_.size(); ++i) {
+      const Transfer& t = queued_[i];
+      if (t.nr > 0)
+        cuda_check(cudaMemcpyAsync(t.recv, staged_[2 * i + 1]->get(), std::size_t(t.nr) * size_of(t.dt),
+                                   cudaMemcpyHostToDevice, s_), "H2D");
+    }
+    cuda_check(cudaStreamSynchronize(s_), "sync");  // the pinned buffers are free again
+    queued_.clear();
+  }
   const Comm& c_;
   cudaStream_t s_;
   PinnedBuffer<unsigned char> out_, in_;
+  std::vector<Transfer> queued_;
+  std::vector<std::unique_ptr<PinnedBuffer<unsigned char>>> staged_;
+  int group_depth_ = 0;
 };
 
 class GpuDeviceSpace final : public DeviceSpace {
@@ -194,9 +234,10 @@ class GpuDeviceSpace final : public DeviceSpace {
     cuda_check(cudaStreamSynchronize(aux_stream_->get()), "sync");
     return DeviceBlock(this, p, bytes);
   }
-  void add_scaled(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
-                  const void* beta, Dtype dt) override {
+  void scale_add(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols, const void* alpha,
+                 const void* beta, Dtype dt) override {
     if (rows <= 0 || cols <= 0) return;
+    if (rows > INT32_MAX || cols > INT32_MAX) throw std::runtime_error("scale_add: block too large for cuBLAS");
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     if (!blas_) {
       blas_ = std::make_unique<CublasHandle>();
@@ -205,35 +246,27 @@ class GpuDeviceSpace final : public DeviceSpace {
     cublas_check(cublasSetStream(blas_->get(), gemm_.stream()), "cublasSetStream");
     const cublasHandle_t h = blas_->get();
     const int m = int(rows), n = int(cols), lx = int(ldx), ly = int(ldy);
-    // geam: y = 1 x + beta y, in place (y is both B and C, same leading dimension).
-    switch (dt) {
-      case Dtype::f32: {
-        const float one = 1;
-        cublas_check(cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const float*>(x), lx,
-                                 static_cast<const float*>(beta), static_cast<float*>(y), ly, static_cast<float*>(y), ly), "geam");
-        break;
-      }
-      case Dtype::f64: {
-        const double one = 1;
-        cublas_check(cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const double*>(x), lx,
-                                 static_cast<const double*>(beta), static_cast<double*>(y), ly, static_cast<double*>(y), ly), "geam");
-        break;
-      }
-      case Dtype::c32: {
-        const cuComplex one{1, 0};
-        cublas_check(cublasCgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const cuComplex*>(x), lx,
-                                 static_cast<const cuComplex*>(beta), static_cast<cuComplex*>(y), ly,
-                                 static_cast<cuComplex*>(y), ly), "geam");
-        break;
-      }
-      case Dtype::c64: {
-        const cuDoubleComplex one{1, 0};
-        cublas_check(cublasZgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &one, static_cast<const cuDoubleComplex*>(x), lx,
-                                 static_cast<const cuDoubleComplex*>(beta), static_cast<cuDoubleComplex*>(y), ly,
-                                 static_cast<cuDoubleComplex*>(y), ly), "geam");
-        break;
-      }
-    }
+    // geam: y = alpha x + beta y, in place (y is both B and C, same leading dimension).
+    typed(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = std::conditional_t<std::is_same_v<T, float>, float,
+                std::conditional_t<std::is_same_v<T, double>, double,
+                std::conditional_t<std::is_same_v<T, std::complex<float>>, cuComplex, cuDoubleComplex>>>;
+      const C* a = static_cast<const C*>(alpha);
+      const C* b = static_cast<const C*>(beta);
+      const C* xx = static_cast<const C*>(x);
+      C* yy = static_cast<C*>(y);
+      cublasStatus_t st;
+      if constexpr (std::is_same_v<C, float>) st = cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
+      else if constexpr (std::is_same_v<C, double>) st = cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
+      else if constexpr (std::is_same_v<C, cuComplex>) st = cublasCgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
+      else st = cublasZgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
+      cublas_check(st, "geam");
+    });
+  }
+  void zero(void* p, std::size_t bytes, Lane lane) override {
+    if (bytes == 0) return;
+    cuda_check(cudaMemsetAsync(p, 0, bytes, stream(lane)), "memset");
   }
   std::unique_ptr<DeviceComm> comm(const Comm& c) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
@@ -390,7 +423,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   std::unique_ptr<CudaStream> comm_stream_, aux_stream_;
   std::unique_ptr<CudaEvent> to_comm_, to_compute_;
   DeviceBuffer<double> vec_;
-  std::unique_ptr<CublasHandle> blas_;  // add_scaled's geam
+  std::unique_ptr<CublasHandle> blas_;  // scale_add's geam
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
   CudaEvent staged_[2];                   // each chunk's last copy-engine transfer
 };

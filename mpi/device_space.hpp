@@ -151,13 +151,17 @@ class DeviceSpace {
             Lane lane) {
     copy(dst, ld_dst, src, ld_src, rows, cols, sizeof(T), lane);
   }
-  // y = x + beta y (rows x cols blocks, elements of dt, beta a value of dt), on the compute lane.
-  virtual void add_scaled(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
-                          const void* beta, Dtype dt) = 0;
+  // y = alpha x + beta y (rows x cols blocks, elements of dt, alpha and beta values of dt; y is
+  // not read when beta = 0), on the compute lane.
+  virtual void scale_add(void* y, index_t ldy, const void* x, index_t ldx, index_t rows, index_t cols,
+                         const void* alpha, const void* beta, Dtype dt) = 0;
   template <class T>
-  void add_scaled(T* y, index_t ldy, const T* x, index_t ldx, index_t rows, index_t cols, nondeduced_t<T> beta) {
-    add_scaled(static_cast<void*>(y), ldy, static_cast<const void*>(x), ldx, rows, cols, &beta, dtype_of<T>());
+  void scale_add(T* y, index_t ldy, const T* x, index_t ldx, index_t rows, index_t cols, nondeduced_t<T> alpha,
+                 nondeduced_t<T> beta) {
+    scale_add(static_cast<void*>(y), ldy, static_cast<const void*>(x), ldx, rows, cols, &alpha, &beta, dtype_of<T>());
   }
+  // bytes of p set to zero, on the lane.
+  virtual void zero(void* p, std::size_t bytes, Lane lane) = 0;
   // The local engine's product, on the compute lane (device pointers).
   virtual void gemm(const GemmCall& call) = 0;
   template <class T>

@@ -13,6 +13,7 @@
 #include "cuda/device_info.hpp"
 #include "mpi/run.hpp"
 #include "mpi/verify.hpp"
+#include "node/strassen_formulas.hpp"
 
 using namespace distmm;
 
@@ -155,16 +156,33 @@ TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
   EXPECT_FALSE(bad.passed) << "residual " << bad.residual;
 }
 
-TEST(DeviceRun, AlgorithmsWithoutADevicePathAreStagedAndSaySo) {
+// CAPS on device buffers: BFS steps (grouped exchanges among 7 peers), DFS steps, the leaf
+// SUMMA of m > 1 ranks, both formulas; every step sequence this rank count allows, exact on
+// integer inputs, and the same words as the layout's count.
+TEST(DeviceRun, CapsOnEveryStepSequenceAndFormula) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
-  RunReport r;
-  try {
-    r = run_case("caps", "cublas", Dtype::f64, {23, 19, 17}, Verify::full);
-  } catch (const UsageError& e) {
-    GTEST_SKIP() << "caps does not run on " << world_size() << " ranks: " << e.what();
-  }
-  EXPECT_TRUE(r.passed);
-  EXPECT_NE(r.residency.find("host-staged"), std::string::npos) << r.residency;
+  int ran = 0;
+  for (const char* steps : {"D", "DD", "B", "BD", "DB"})
+    for (const BilinearFormula* f : {&kStrassenFormula, &kWinogradFormula})
+      for (const Case& c : {Case{37, 29, 41}, Case{64, 64, 64}, Case{5, 3, 101}}) {
+        AlgoOptions ao;
+        ao.caps_steps = parse_caps_steps(steps);
+        ao.formula = f;
+        RunReport r;
+        try {
+          r = run_case("caps", "cublas", Dtype::f64, c, Verify::full, 2.0, false, ao);
+        } catch (const UsageError&) {
+          continue;  // a sequence this rank count does not allow
+        }
+        ++ran;
+        const std::string what = std::string(steps) + " " + f->name + " " + std::to_string(c.m) + "x" +
+                                 std::to_string(c.n) + "x" + std::to_string(c.k) + " P=" + std::to_string(world_size());
+        EXPECT_TRUE(r.passed) << what;
+        EXPECT_EQ(r.max_abs, 0.0) << what;
+        EXPECT_EQ(r.residency.rfind("device", 0), 0u) << what << ": " << r.residency;
+        EXPECT_EQ(r.words_max, r.analytic_words_max) << what;
+      }
+  if (ran == 0) GTEST_SKIP() << "caps does not run on " << world_size() << " ranks";
 }
 
 TEST(DeviceRun, TooLargeForTheGpuIsAClearErrorOnEveryRank) {
