@@ -377,6 +377,25 @@ int to_count(std::size_t n) {
   return static_cast<int>(n);
 }
 
+// A list of local indices as runs of consecutive ones (first, length): the block-cyclic blocks
+// become memcpy-sized pieces instead of one indexed access per element.
+std::vector<std::pair<index_t, index_t>> index_runs(const std::vector<index_t>& idx) {
+  std::vector<std::pair<index_t, index_t>> runs;
+  for (std::size_t i = 0; i < idx.size();) {
+    std::size_t j = i + 1;
+    while (j < idx.size() && idx[j] == idx[j - 1] + 1) ++j;
+    runs.push_back({idx[i], index_t(j - i)});
+    i = j;
+  }
+  return runs;
+}
+
+// An uninitialised buffer (every element is written before it is read).
+template <class T>
+std::unique_ptr<T[]> raw_buffer(std::size_t n) {
+  return std::unique_ptr<T[]>(new T[std::max<std::size_t>(n, 1)]);
+}
+
 struct Grid {
   int nprow, npcol, myrow, mycol;
   int coord(bool rows) const { return rows ? myrow : mycol; }
@@ -391,23 +410,37 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
                          const Grid& g, const Comm& comm) {
   const int P = comm.size();
   std::vector<int> scount(P), sdispl(P), rcount(P), rdispl(P);
-  std::vector<T> sbuf;
   // Send: my block-cyclic elements to each rank's piece, in its local column-major order.
   const bool i_send = (!dr.replicated() || g.coord(dr.grid_rows) == 0) &&
                       (!dc.replicated() || g.coord(dc.grid_rows) == 0);
+  std::vector<std::vector<index_t>> srows(P), scols(P);
+  std::size_t stotal = 0;
   for (int d = 0; d < P; ++d) {
-    sdispl[d] = to_count(sbuf.size());
+    sdispl[d] = to_count(stotal);
     if (!i_send) continue;
-    auto rows = select(pieces[d].row_runs, dr, g.coord(dr.grid_rows), false);
-    auto cols = select(pieces[d].col_runs, dc, g.coord(dc.grid_rows), false);
-    if (rows.empty() || cols.empty()) continue;
-    const std::size_t at = sbuf.size();
-    sbuf.resize(at + rows.size() * cols.size());
-    T* out = sbuf.data() + at;
-    for (index_t c : cols)
-      for (index_t r : rows)
-        *out++ = trans ? conj_if(X[c + r * lld], conj) : X[r + c * lld];
-    scount[d] = to_count(sbuf.size() - at);
+    srows[d] = select(pieces[d].row_runs, dr, g.coord(dr.grid_rows), false);
+    scols[d] = select(pieces[d].col_runs, dc, g.coord(dc.grid_rows), false);
+    scount[d] = to_count(srows[d].size() * scols[d].size());
+    stotal += std::size_t(scount[d]);
+  }
+  auto sbuf = raw_buffer<T>(stotal);
+  for (int d = 0; d < P; ++d) {
+    if (!scount[d]) continue;
+    T* out = sbuf.get() + sdispl[d];
+    const auto& rows = srows[d];
+    const auto& cols = scols[d];
+    if (trans) {  // op(X) = X^T (or X^H): a logical row is a stored column
+      for (index_t c : cols)
+        for (index_t r : rows) *out++ = conj_if(X[c + r * lld], conj);
+    } else {
+      const auto runs = index_runs(rows);
+      const index_t nr = index_t(rows.size());
+#pragma omp parallel for schedule(static) if (std::size_t(scount[d]) > (std::size_t(1) << 18))
+      for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+        T* o = out + index_t(ci) * nr;
+        for (const auto& [r0, len] : runs) std::memcpy(o, X + r0 + cols[ci] * lld, sizeof(T) * std::size_t(len)), o += len;
+      }
+    }
   }
   // Receive: from each grid process, my piece's elements it holds.
   const Piece& mp = pieces[me];
@@ -424,10 +457,10 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
     rcount[s] = sends ? to_count(rows.size() * cols.size()) : 0;
     rtotal += rcount[s];
   }
-  std::vector<T> rbuf(rtotal);
-  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.data(),
+  auto rbuf = raw_buffer<T>(rtotal);
+  MPI_Alltoallv(sbuf.get(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.get(),
                 rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
-  sbuf = {};
+  sbuf.reset();
   const index_t ld = mp.rows();
   std::vector<T> local(static_cast<std::size_t>(ld * mp.cols()));
   for (int s = 0; s < P; ++s) {
@@ -435,9 +468,14 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
     const int sr = s / g.npcol, sc = s % g.npcol;
     const auto& rows = rb[dr.grid_rows ? sr : sc];
     const auto& cols = cb[dc.grid_rows ? sr : sc];
-    const T* in = rbuf.data() + rdispl[s];
-    for (index_t c : cols)
-      for (index_t r : rows) local[r + c * ld] = *in++;
+    const T* in = rbuf.get() + rdispl[s];
+    const auto runs = index_runs(rows);
+    const index_t nr = index_t(rows.size());
+#pragma omp parallel for schedule(static) if (std::size_t(rcount[s]) > (std::size_t(1) << 18))
+    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+      const T* i = in + index_t(ci) * nr;
+      for (const auto& [r0, len] : runs) std::memcpy(local.data() + r0 + cols[ci] * ld, i, sizeof(T) * std::size_t(len)), i += len;
+    }
   }
   return local;
 }
@@ -453,15 +491,27 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
   const index_t ld = mp.rows();
   auto rb = buckets(mp.row_runs, dr, g.np(dr.grid_rows), true);
   auto cb = buckets(mp.col_runs, dc, g.np(dc.grid_rows), true);
-  std::vector<T> sbuf;
+  std::size_t stotal = 0;
   for (int s = 0; s < P; ++s) {
+    const int sr = s / g.npcol, sc = s % g.npcol;
+    sdispl[s] = to_count(stotal);
+    scount[s] = to_count(rb[dr.grid_rows ? sr : sc].size() * cb[dc.grid_rows ? sr : sc].size());
+    stotal += std::size_t(scount[s]);
+  }
+  auto sbuf = raw_buffer<T>(stotal);
+  for (int s = 0; s < P; ++s) {
+    if (!scount[s]) continue;
     const int sr = s / g.npcol, sc = s % g.npcol;
     const auto& rows = rb[dr.grid_rows ? sr : sc];
     const auto& cols = cb[dc.grid_rows ? sr : sc];
-    sdispl[s] = to_count(sbuf.size());
-    for (index_t c : cols)
-      for (index_t r : rows) sbuf.push_back(Cp[r + c * ld]);
-    scount[s] = to_count(sbuf.size() - sdispl[s]);
+    const auto runs = index_runs(rows);
+    const index_t nr = index_t(rows.size());
+    T* out = sbuf.get() + sdispl[s];
+#pragma omp parallel for schedule(static) if (std::size_t(scount[s]) > (std::size_t(1) << 18))
+    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+      T* o = out + index_t(ci) * nr;
+      for (const auto& [r0, len] : runs) std::memcpy(o, Cp.data() + r0 + cols[ci] * ld, sizeof(T) * std::size_t(len)), o += len;
+    }
   }
   std::vector<std::vector<index_t>> rows_of(P), cols_of(P);
   std::size_t rtotal = 0;
@@ -472,18 +522,27 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
     rcount[d] = to_count(rows_of[d].size() * cols_of[d].size());
     rtotal += rcount[d];
   }
-  std::vector<T> rbuf(rtotal);
-  MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.data(),
+  auto rbuf = raw_buffer<T>(rtotal);
+  MPI_Alltoallv(sbuf.get(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.get(),
                 rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
   const bool zero = beta == T(0);
   for (int d = 0; d < P; ++d) {
-    const T* in = rbuf.data() + rdispl[d];
-    for (index_t c : cols_of[d])
-      for (index_t r : rows_of[d]) {
-        T& x = C[r + c * lld];
-        x = zero ? *in : beta * x + *in;
-        ++in;
+    if (!rcount[d]) continue;
+    const T* in = rbuf.get() + rdispl[d];
+    const auto runs = index_runs(rows_of[d]);
+    const index_t nr = index_t(rows_of[d].size());
+    const auto& cols = cols_of[d];
+#pragma omp parallel for schedule(static) if (std::size_t(rcount[d]) > (std::size_t(1) << 18))
+    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+      const T* i = in + index_t(ci) * nr;
+      for (const auto& [r0, len] : runs) {
+        T* x = C + r0 + cols[ci] * lld;
+        if (zero) std::memcpy(x, i, sizeof(T) * std::size_t(len));  // C is not read
+        else
+          for (index_t t = 0; t < len; ++t) x[t] = beta * x[t] + i[t];
+        i += len;
       }
+    }
   }
 }
 
