@@ -217,7 +217,9 @@ class Caps final : public AlgorithmBase<Caps> {
     T* a = device_buffer<T>(0);
     T* b = device_buffer<T>(1);
     T* c = device_buffer<T>(2);
-    // (the padding in a and b stays zero from the allocation: only the pieces are written)
+    // the padding must be zero: cleared, then only the pieces are written
+    sp.zero(a, std::size_t(top_.a_len()) * sizeof(T), DeviceSpace::Lane::compute);
+    sp.zero(b, std::size_t(top_.b_len()) * sizeof(T), DeviceSpace::Lane::compute);
     device_pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a);
     device_pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b);
     device_recurse<T>(sp, top_, 0, a, b, c);

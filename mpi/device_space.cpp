@@ -214,6 +214,9 @@ class GpuDeviceSpace final : public DeviceSpace {
     to_comm_ = std::make_unique<CudaEvent>();
     to_compute_ = std::make_unique<CudaEvent>();
     aux_stream_ = std::make_unique<CudaStream>();
+    int pitch = 0;
+    if (cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device_) == cudaSuccess && pitch > 0)
+      max_pitch_ = std::size_t(pitch);
   }
   ~GpuDeviceSpace() override { cudaDeviceSynchronize(); }
   std::string transport() const override { return transport_; }
@@ -276,10 +279,20 @@ class GpuDeviceSpace final : public DeviceSpace {
   void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
             std::size_t elem, Lane lane) override {
     if (rows <= 0 || cols <= 0) return;
-    cuda_check(cudaMemcpy2DAsync(dst, std::size_t(ld_dst) * elem, src, std::size_t(ld_src) * elem,
-                                 std::size_t(rows) * elem, std::size_t(cols), cudaMemcpyDeviceToDevice,
-                                 stream(lane)),
-               "device copy");
+    const std::size_t width = std::size_t(rows) * elem, dp = std::size_t(ld_dst) * elem, sp = std::size_t(ld_src) * elem;
+    const cudaStream_t s = stream(lane);
+    if (cols == 1 || (ld_dst == rows && ld_src == rows)) {  // one contiguous block
+      cuda_check(cudaMemcpyAsync(dst, src, width * std::size_t(cols), cudaMemcpyDeviceToDevice, s), "device copy");
+    } else if (dp > max_pitch_ || sp > max_pitch_) {  // beyond cudaMemcpy2D's pitch limit: column by column
+      for (index_t c = 0; c < cols; ++c)
+        cuda_check(cudaMemcpyAsync(static_cast<char*>(dst) + std::size_t(c) * dp,
+                                   static_cast<const char*>(src) + std::size_t(c) * sp, width,
+                                   cudaMemcpyDeviceToDevice, s),
+                   "device copy");
+    } else {
+      cuda_check(cudaMemcpy2DAsync(dst, dp, src, sp, width, std::size_t(cols), cudaMemcpyDeviceToDevice, s),
+                 "device copy");
+    }
   }
   void gemm(const GemmCall& call) override {
     if (call.m <= 0 || call.n <= 0) return;
@@ -425,6 +438,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   DeviceBuffer<double> vec_;
   std::unique_ptr<CublasHandle> blas_;  // scale_add's geam
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
+  std::size_t max_pitch_ = (std::size_t(1) << 31) - 1;  // cudaMemcpy2D's largest pitch
   CudaEvent staged_[2];                   // each chunk's last copy-engine transfer
 };
 

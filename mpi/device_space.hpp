@@ -109,8 +109,9 @@ class DeviceComm {
                              index_t n_recv, int src, Dtype dt) = 0;
   virtual void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
   virtual void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
-  // Exchanges between group_start and group_end proceed together (NCCL's groups; MPI's
-  // transfers are paired one by one and need none).
+  // Exchanges (sendrecv, send, recv) between group_start and group_end proceed together: NCCL's
+  // groups; through MPI they are queued and posted at once at group_end. Collectives run at
+  // once: call them outside groups.
   virtual void group_start() {}
   virtual void group_end() {}
   virtual int rank() const = 0;

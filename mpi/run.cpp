@@ -462,8 +462,9 @@ Prepared prepare(const Comm& world, RunSpec o) {
     if (need > free_min)
       throw UsageError("the device-resident run needs about " + format_bytes(need) + " of GPU memory per rank (" +
                        algo->name() + ", " + engine->name() + ") but " + format_bytes(std::max(free_min, 0.0)) +
-                       " is free per rank (after a margin for NCCL and cuBLAS): use more GPUs (ranks), a smaller "
-                       "--panel, --engine cublas or gpu-strassen-lowmem, or --host-staged");
+                       " is free per rank (after a margin for NCCL and cuBLAS): use more GPUs (ranks)" +
+                       (algo->name() == "caps" ? std::string(", DFS steps (--caps-steps D...)") : std::string(", a smaller --panel")) +
+                       ", --engine cublas or gpu-strassen-lowmem, or --host-staged");
     peak = need;
   } else if (peak > double(budget)) {
     const int ranks = static_cast<int>(std::ceil(P * peak / double(budget)));
