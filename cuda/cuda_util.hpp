@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <complex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,6 +34,45 @@ cublasOperation_t cublas_op(Op o) {
     default:
       return CUBLAS_OP_C;
   }
+}
+
+// cuBLAS's element type for T: std::complex is laid out as cuComplex / cuDoubleComplex.
+template <class T>
+struct CublasElement {
+  using type = T;
+};
+template <>
+struct CublasElement<std::complex<float>> {
+  using type = cuComplex;
+};
+template <>
+struct CublasElement<std::complex<double>> {
+  using type = cuDoubleComplex;
+};
+template <class T>
+using cublas_t = typename CublasElement<T>::type;
+static_assert(sizeof(cuComplex) == sizeof(std::complex<float>) &&
+              sizeof(cuDoubleComplex) == sizeof(std::complex<double>));
+template <class T>
+const cublas_t<T>* as_cublas(const T* p) {
+  return reinterpret_cast<const cublas_t<T>*>(p);
+}
+template <class T>
+cublas_t<T>* as_cublas(T* p) {
+  return reinterpret_cast<cublas_t<T>*>(p);
+}
+
+// y = alpha x + beta y, m x n blocks (cuBLAS geam in place: y is not read when beta = 0).
+template <class T>
+void cublas_scale_add(cublasHandle_t h, int m, int n, T alpha, const T* x, int ldx, T beta, T* y, int ldy) {
+  const auto a = as_cublas(&alpha), b = as_cublas(&beta);
+  const auto xx = as_cublas(x);
+  const auto yy = as_cublas(y);
+  const cublasOperation_t N = CUBLAS_OP_N;
+  if constexpr (std::is_same_v<T, float>) cublas_check(cublasSgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "sgeam");
+  else if constexpr (std::is_same_v<T, double>) cublas_check(cublasDgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "dgeam");
+  else if constexpr (std::is_same_v<T, std::complex<float>>) cublas_check(cublasCgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "cgeam");
+  else cublas_check(cublasZgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "zgeam");
 }
 
 // Device memory, grow-only (reallocated only when a larger size is asked for).

@@ -42,24 +42,12 @@ void device_matvec(const void* M, index_t ld, index_t rows, index_t cols, Dtype 
                    bool x_complex, const double* xa, double* y, double* ya, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   if ((cols + kCols - 1) / kCols > 65535) throw std::runtime_error("device_matvec: too many columns");
-  switch (dt) {
-    case Dtype::f32:
-      x_complex ? launch<float, 1, 2>(M, ld, rows, cols, x, xa, y, ya, stream)
-                : launch<float, 1, 1>(M, ld, rows, cols, x, xa, y, ya, stream);
-      break;
-    case Dtype::f64:
-      x_complex ? launch<double, 1, 2>(M, ld, rows, cols, x, xa, y, ya, stream)
-                : launch<double, 1, 1>(M, ld, rows, cols, x, xa, y, ya, stream);
-      break;
-    case Dtype::c32:
-      x_complex ? launch<float, 2, 2>(M, ld, rows, cols, x, xa, y, ya, stream)
-                : launch<float, 2, 1>(M, ld, rows, cols, x, xa, y, ya, stream);
-      break;
-    case Dtype::c64:
-      x_complex ? launch<double, 2, 2>(M, ld, rows, cols, x, xa, y, ya, stream)
-                : launch<double, 2, 1>(M, ld, rows, cols, x, xa, y, ya, stream);
-      break;
-  }
+  dispatch(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int mp = is_complex_v<T> ? 2 : 1;
+    if (x_complex) launch<real_t<T>, mp, 2>(M, ld, rows, cols, x, xa, y, ya, stream);
+    else launch<real_t<T>, mp, 1>(M, ld, rows, cols, x, xa, y, ya, stream);
+  });
   cuda_check(cudaGetLastError(), "device_matvec");
 }
 

@@ -21,7 +21,7 @@
 namespace distmm {
 namespace {
 
-// cuBLAS's GEMM of element type T (std::complex is laid out as cuComplex / cuDoubleComplex).
+// cuBLAS's GEMM of element type T.
 template <class T>
 void cublas_gemm(cublasHandle_t h, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
                  const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
@@ -29,27 +29,20 @@ void cublas_gemm(cublasHandle_t h, Op ta, Op tb, index_t m, index_t n, index_t k
   const int M = int(m), N = int(n), K = int(k), la = int(std::max<index_t>(lda, 1)),
             lb = int(std::max<index_t>(ldb, 1)), lc = int(std::max<index_t>(ldc, 1));
   const cublasOperation_t oa = cublas_op<T>(ta), ob = cublas_op<T>(tb);
+  const auto a = as_cublas(&alpha), b = as_cublas(&beta);
+  const auto A_ = as_cublas(A), B_ = as_cublas(B);
+  const auto C_ = as_cublas(C);
   if constexpr (std::is_same_v<T, float>) {
-    cublas_check(cublasSgemm(h, oa, ob, M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "sgemm");
+    cublas_check(cublasSgemm(h, oa, ob, M, N, K, a, A_, la, B_, lb, b, C_, lc), "sgemm");
   } else if constexpr (std::is_same_v<T, double>) {
-    cublas_check(cublasDgemm(h, oa, ob, M, N, K, &alpha, A, la, B, lb, &beta, C, lc), "dgemm");
+    cublas_check(cublasDgemm(h, oa, ob, M, N, K, a, A_, la, B_, lb, b, C_, lc), "dgemm");
   } else if constexpr (std::is_same_v<T, std::complex<float>>) {
-    using X = cuComplex;
-    cublas_check(cublasCgemm(h, oa, ob, M, N, K, reinterpret_cast<const X*>(&alpha),
-                             reinterpret_cast<const X*>(A), la, reinterpret_cast<const X*>(B), lb,
-                             reinterpret_cast<const X*>(&beta), reinterpret_cast<X*>(C), lc),
-                 "cgemm");
+    cublas_check(cublasCgemm(h, oa, ob, M, N, K, a, A_, la, B_, lb, b, C_, lc), "cgemm");
   } else {
     static_assert(std::is_same_v<T, std::complex<double>>, "a dtype without a cuBLAS GEMM");
-    using X = cuDoubleComplex;
-    cublas_check(cublasZgemm(h, oa, ob, M, N, K, reinterpret_cast<const X*>(&alpha),
-                             reinterpret_cast<const X*>(A), la, reinterpret_cast<const X*>(B), lb,
-                             reinterpret_cast<const X*>(&beta), reinterpret_cast<X*>(C), lc),
-                 "zgemm");
+    cublas_check(cublasZgemm(h, oa, ob, M, N, K, a, A_, la, B_, lb, b, C_, lc), "zgemm");
   }
 }
-static_assert(sizeof(cuComplex) == sizeof(std::complex<float>) &&
-              sizeof(cuDoubleComplex) == sizeof(std::complex<double>));
 
 // The streams of a recursive engine: the engine's own (index 0) and the side streams that
 // independent leaf products fork to, each with its cuBLAS handle.

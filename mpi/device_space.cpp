@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <complex>
 #include <cstdlib>
-#include <type_traits>
 #include <cstring>
 #include <vector>
 
@@ -13,16 +11,11 @@
 #include "../cuda/device_random.hpp"
 #include "../cuda/gpu_engine_base.cuh"
 #include "../cuda/nccl_library.hpp"
+#include "../src/core/system.hpp"
 #include "nccl_comm.hpp"
 
 namespace distmm {
 namespace {
-
-// Calls f(TypeTag<T>) for the dtype, with T a type of the dtype list.
-template <class F>
-void typed(Dtype dt, F&& f) {
-  dispatch(dt, std::forward<F>(f));
-}
 
 // NCCL between the ranks' GPUs, on the space's comm stream.
 class NcclDeviceComm final : public DeviceComm {
@@ -30,21 +23,21 @@ class NcclDeviceComm final : public DeviceComm {
   NcclDeviceComm(const Comm& c, cudaStream_t s) : nccl_(c), s_(s) {}
   void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
     if (n <= 0 || nccl_.size() == 1) return;
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       nccl_.broadcast(static_cast<T*>(buf), n, root, s_);
     });
   }
   void reduce_call(const void* send, void* recv, index_t n, Dtype dt, int root) override {
     if (n <= 0) return;
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       nccl_.reduce_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, root, s_);
     });
   }
   void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
                      Dtype dt) override {
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       nccl_.group_start();
       if (ns > 0) nccl_.send(static_cast<const T*>(send), ns, dest, s_);
@@ -54,14 +47,14 @@ class NcclDeviceComm final : public DeviceComm {
   }
   void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       nccl_.all_gather(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
     });
   }
   void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       nccl_.reduce_scatter_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
     });
@@ -87,7 +80,7 @@ class StagedDeviceComm final : public DeviceComm {
     const std::size_t bytes = std::size_t(n) * size_of(dt);
     if (c_.rank() == root) out(buf, bytes);
     else out_.reserve(bytes);
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       c_.bcast(reinterpret_cast<T*>(out_.get()), n, root);
     });
@@ -98,7 +91,7 @@ class StagedDeviceComm final : public DeviceComm {
     const std::size_t bytes = std::size_t(n) * size_of(dt);
     out(send, bytes);
     in_.reserve(bytes);
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       c_.reduce_sum(reinterpret_cast<const T*>(out_.get()), reinterpret_cast<T*>(in_.get()), n, root);
     });
@@ -120,7 +113,7 @@ class StagedDeviceComm final : public DeviceComm {
     const std::size_t bytes = std::size_t(n) * size_of(dt);
     out(send, bytes);
     in_.reserve(bytes * c_.size());
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       Requests rq;
       c_.iallgatherv(reinterpret_cast<const T*>(out_.get()), reinterpret_cast<T*>(in_.get()),
@@ -134,7 +127,7 @@ class StagedDeviceComm final : public DeviceComm {
     const std::size_t bytes = std::size_t(n) * size_of(dt);
     out(send, bytes * c_.size());
     in_.reserve(bytes);
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       c_.reduce_scatter(reinterpret_cast<T*>(out_.get()), reinterpret_cast<T*>(in_.get()),
                         std::vector<index_t>(std::size_t(c_.size()), n));
@@ -181,7 +174,7 @@ class StagedDeviceComm final : public DeviceComm {
     Requests rq;
     for (std::size_t i = 0; i < queued_.size(); ++i) {
       const Transfer& t = queued_[i];
-      typed(t.dt, [&](auto tag) {
+      dispatch(t.dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (t.nr > 0) c_.irecv(reinterpret_cast<T*>(staged_[2 * i + 1]->get()), t.nr, t.src, 71, rq);
         if (t.ns > 0) c_.isend(reinterpret_cast<const T*>(staged_[2 * i]->get()), t.ns, t.dest, 71, rq);
@@ -220,7 +213,6 @@ class GpuDeviceSpace final : public DeviceSpace {
   }
   ~GpuDeviceSpace() override { cudaDeviceSynchronize(); }
   std::string transport() const override { return transport_; }
-  bool uses_nccl() const override { return nccl_; }
 
   DeviceBlock alloc(std::size_t bytes) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
@@ -228,8 +220,8 @@ class GpuDeviceSpace final : public DeviceSpace {
     const cudaError_t err = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
     if (err != cudaSuccess) {
       cudaGetLastError();
-      throw UsageError("GPU " + std::to_string(device_) + " cannot allocate " + format_size(bytes) +
-                       " more (" + format_size(free_bytes()) +
+      throw UsageError("GPU " + std::to_string(device_) + " cannot allocate " + format_bytes(double(bytes)) +
+                       " more (" + format_bytes(double(free_bytes())) +
                        " free): use more GPUs (ranks), a smaller --panel, or --engine gpu-strassen-lowmem");
     }
     // zeroed before any stream may use it (the lanes do not wait for the legacy stream)
@@ -247,24 +239,10 @@ class GpuDeviceSpace final : public DeviceSpace {
       cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
     }
     cublas_check(cublasSetStream(blas_->get(), gemm_.stream()), "cublasSetStream");
-    const cublasHandle_t h = blas_->get();
-    const int m = int(rows), n = int(cols), lx = int(ldx), ly = int(ldy);
-    // geam: y = alpha x + beta y, in place (y is both B and C, same leading dimension).
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using C = std::conditional_t<std::is_same_v<T, float>, float,
-                std::conditional_t<std::is_same_v<T, double>, double,
-                std::conditional_t<std::is_same_v<T, std::complex<float>>, cuComplex, cuDoubleComplex>>>;
-      const C* a = static_cast<const C*>(alpha);
-      const C* b = static_cast<const C*>(beta);
-      const C* xx = static_cast<const C*>(x);
-      C* yy = static_cast<C*>(y);
-      cublasStatus_t st;
-      if constexpr (std::is_same_v<C, float>) st = cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
-      else if constexpr (std::is_same_v<C, double>) st = cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
-      else if constexpr (std::is_same_v<C, cuComplex>) st = cublasCgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
-      else st = cublasZgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, a, xx, lx, b, yy, ly, yy, ly);
-      cublas_check(st, "geam");
+      cublas_scale_add<T>(blas_->get(), int(rows), int(cols), *static_cast<const T*>(alpha), static_cast<const T*>(x),
+                          int(ldx), *static_cast<const T*>(beta), static_cast<T*>(y), int(ldy));
     });
   }
   void zero(void* p, std::size_t bytes, Lane lane) override {
@@ -328,7 +306,7 @@ class GpuDeviceSpace final : public DeviceSpace {
                    std::uint64_t seed, Stream s, Fill fill, Dtype dt) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     synchronize();  // nothing queued still uses p
-    typed(dt, [&](auto tag) {
+    dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       fill_random_device<T>(static_cast<T*>(p), ld, rows, cols, row0, col0, seed, s, fill, aux_stream_->get());
     });
@@ -423,11 +401,6 @@ class GpuDeviceSpace final : public DeviceSpace {
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
   cudaStream_t stream(Lane l) const { return l == Lane::compute ? gemm_.stream() : comm_stream_->get(); }
-  static std::string format_size(std::size_t b) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1ull << 30));
-    return buf;
-  }
   Engine& engine_;
   DeviceGemm& gemm_;
   int device_;
@@ -467,7 +440,7 @@ int ranks_sharing_gpu(const Comm& world) {
   return most;
 }
 
-std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world) {
+std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world, int ranks_per_gpu) {
   auto* g = dynamic_cast<DeviceGemm*>(&engine);
   int have = g ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, world.get());
@@ -476,7 +449,7 @@ std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");  // the engine made its device current
   // NCCL needs its library on every rank and one GPU per rank: ranks that share a GPU (more
   // ranks than GPUs) exchange through MPI instead.
-  const bool shared = ranks_sharing_gpu(world) > 1;
+  const bool shared = ranks_per_gpu > 1;
   const char* env = std::getenv("DISTMM_DEVICE_COMM");
   const bool forced_mpi = env && std::string(env) == "mpi";
   int lib = nccl_library().found() ? 1 : 0;

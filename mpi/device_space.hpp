@@ -133,7 +133,6 @@ class DeviceSpace {
   virtual ~DeviceSpace() = default;
   // How ranks exchange device buffers: "NCCL 2.28.3" or "MPI through host memory (why)".
   virtual std::string transport() const = 0;
-  virtual bool uses_nccl() const = 0;
 
   virtual DeviceBlock alloc(std::size_t bytes) = 0;  // zero-filled
   template <class T>
@@ -235,10 +234,10 @@ struct StepOperands {
 };
 
 // The device space of `engine` (a GPU engine) on this rank; collective over world, which
-// decides together whether NCCL is used (every rank has NCCL, no two ranks of a node share a
-// GPU, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
+// decides together whether NCCL is used (every rank has NCCL, ranks_per_gpu, from
+// ranks_sharing_gpu, is 1, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
 // distmm was built without CUDA.
-std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world);
+std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world, int ranks_per_gpu);
 // The most ranks of `world` that share one GPU (the current device of each rank, by host and
 // PCI bus); collective. 1 without CUDA.
 int ranks_sharing_gpu(const Comm& world);

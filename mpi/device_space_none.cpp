@@ -3,7 +3,7 @@
 
 namespace distmm {
 
-std::unique_ptr<DeviceSpace> make_device_space(Engine&, const Comm&) { return nullptr; }
+std::unique_ptr<DeviceSpace> make_device_space(Engine&, const Comm&, int) { return nullptr; }
 int ranks_sharing_gpu(const Comm&) { return 1; }
 
 }  // namespace distmm

@@ -390,11 +390,6 @@ std::vector<std::pair<index_t, index_t>> index_runs(const std::vector<index_t>& 
   return runs;
 }
 
-// An uninitialised buffer (every element is written before it is read).
-template <class T>
-std::unique_ptr<T[]> raw_buffer(std::size_t n) {
-  return std::unique_ptr<T[]>(new T[std::max<std::size_t>(n, 1)]);
-}
 
 struct Grid {
   int nprow, npcol, myrow, mycol;
@@ -423,7 +418,7 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
     scount[d] = to_count(srows[d].size() * scols[d].size());
     stotal += std::size_t(scount[d]);
   }
-  auto sbuf = raw_buffer<T>(stotal);
+  auto sbuf = aligned_alloc_array<T>(std::max<std::size_t>(stotal, 1));  // uninitialised: every element is written
   for (int d = 0; d < P; ++d) {
     if (!scount[d]) continue;
     T* out = sbuf.get() + sdispl[d];
@@ -457,7 +452,7 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
     rcount[s] = sends ? to_count(rows.size() * cols.size()) : 0;
     rtotal += rcount[s];
   }
-  auto rbuf = raw_buffer<T>(rtotal);
+  auto rbuf = aligned_alloc_array<T>(std::max<std::size_t>(rtotal, 1));
   MPI_Alltoallv(sbuf.get(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.get(),
                 rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
   sbuf.reset();
@@ -498,7 +493,7 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
     scount[s] = to_count(rb[dr.grid_rows ? sr : sc].size() * cb[dc.grid_rows ? sr : sc].size());
     stotal += std::size_t(scount[s]);
   }
-  auto sbuf = raw_buffer<T>(stotal);
+  auto sbuf = aligned_alloc_array<T>(std::max<std::size_t>(stotal, 1));  // uninitialised: every element is written
   for (int s = 0; s < P; ++s) {
     if (!scount[s]) continue;
     const int sr = s / g.npcol, sc = s % g.npcol;
@@ -522,7 +517,7 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
     rcount[d] = to_count(rows_of[d].size() * cols_of[d].size());
     rtotal += rcount[d];
   }
-  auto rbuf = raw_buffer<T>(rtotal);
+  auto rbuf = aligned_alloc_array<T>(std::max<std::size_t>(rtotal, 1));
   MPI_Alltoallv(sbuf.get(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.get(),
                 rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
   const bool zero = beta == T(0);

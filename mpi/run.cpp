@@ -444,7 +444,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
-    space = make_device_space(*engine, world);  // collective
+    space = make_device_space(*engine, world, int(ranks_per_gpu));  // collective
     if (space) algo->prepare_device(*space);     // its communicators (collective), before the plan
   }
 

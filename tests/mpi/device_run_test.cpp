@@ -125,7 +125,7 @@ TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
   EngineOptions eo;
   eo.device = node_local_rank();
   auto engine = make_engine("cublas", eo);
-  auto space = make_device_space(*engine, world);
+  auto space = make_device_space(*engine, world, ranks_sharing_gpu(world));
   ASSERT_TRUE(space);
   const index_t m = 37, n = 41, k = 29;
   const int P = world.size(), r = world.rank();
