@@ -59,6 +59,14 @@ class Requests {
     reqs_.clear();
     kept_.clear();
   }
+  // True (and the list cleared) when every request has completed.
+  bool test_all() {
+    int flag = 1;
+    if (!reqs_.empty())
+      MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE);
+    if (flag) reqs_.clear(), kept_.clear();
+    return flag != 0;
+  }
   // Lets MPI progress outstanding transfers (Open MPI progresses only inside MPI calls).
   void poke() {
     int flag;

@@ -3,6 +3,7 @@
 // MPI_Testall between them let the double-buffered transfer advance during the multiply.
 #pragma once
 #include <algorithm>
+#include <vector>
 
 #include "../node/engine.hpp"
 #include "comm.hpp"
@@ -29,10 +30,20 @@ class HeldOutput {
 // 4.42 s, 8 calls 4.46 and 4.33 s, 16 calls 4.61 and 4.35 s.
 constexpr int kProgressPieces = 8;
 
-template <class T>
+// Several request sets poked together (each MPI call progresses all of them in Open MPI, but a
+// set whose requests have completed makes none).
+struct PokeAll {
+  std::vector<Requests*> sets;
+  void poke() {
+    for (Requests* s : sets) s->poke();
+  }
+};
+
+// `pending`: a Requests or a PokeAll (anything with poke()), or null.
+template <class T, class Pending = Requests>
 void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, const T* A,
                         index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
-                        Requests* pending) {
+                        Pending* pending) {
   if (m <= 0 || n <= 0) return;
   // About kProgressPieces calls per product, each still large enough to run at full speed:
   // column chunks of at least 512 where n allows, else chunks of k of at least 256 (each a

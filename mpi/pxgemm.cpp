@@ -12,13 +12,15 @@
 // MPI_Alltoallv brings C' back, where sub(C) = beta sub(C) + C' (beta = 0: sub(C) is not read).
 // Except where nothing needs to move: for N x N on operands whose blockings line up (the usual
 // case: one descinit_ blocking for all three) and DISTMM_ALGO unset or auto, distmm runs SUMMA
-// on the block-cyclic layout itself, with wide panels (block_cyclic_summa below).
+// on the block-cyclic layout itself, with wide panels (block_cyclic_summa below), or for
+// k-dominant shapes the k-split there (block_cyclic_ksplit.hpp, try_ksplit below).
 //
 // Environment:
 //   DISTMM_ENGINE            node engine (default blas)
 //   DISTMM_ALGO              distributed algorithm (default auto; naming one redistributes)
 //   DISTMM_SCALAPACK_DIRECT  0: always redistribute; force: SUMMA on the block-cyclic layout
-//                            whenever the operands line up, however narrow the panels
+//                            whenever the operands line up, however narrow the panels;
+//                            ksplit: the k-split whenever they line up
 //   DISTMM_PANEL             that SUMMA's panel width (default k / max(P_r, P_c), 256..4096)
 //   DISTMM_THREADS           threads per rank for the engine (default OMP_NUM_THREADS, else 1)
 //   DISTMM_SCALAPACK_MIN     m*n*k below which the real routine answers (default below)
@@ -48,6 +50,7 @@
 #include "../src/core/json.hpp"
 #include "../src/core/system.hpp"
 #include "algorithm.hpp"
+#include "block_cyclic_ksplit.hpp"
 #include "comm.hpp"
 #include "distribution.hpp"
 #include "overlap.hpp"
@@ -206,8 +209,10 @@ struct Settings {
   int verbose = 0;  // 1: the first call, 2: every call
   std::string stats, engine = "blas";
   Algorithm algo = Algorithm::automatic;
-  // N x N on aligned operands: SUMMA on the block-cyclic layout itself. 0: never, 1: when its
-  // panels are wide enough, 2 (DISTMM_SCALAPACK_DIRECT=force): whenever the operands line up.
+  // N x N on aligned operands: a schedule on the block-cyclic layout itself. 0: never, 1: the
+  // k-split where it moves far fewer words than SUMMA, else SUMMA when its panels are wide
+  // enough, 2 (DISTMM_SCALAPACK_DIRECT=force): SUMMA whenever the operands line up, 3
+  // (DISTMM_SCALAPACK_DIRECT=ksplit): the k-split whenever they line up.
   int direct = 1;
   index_t panel = 0;      // the direct path's panel width (0: from the shape)
   int threads = 1;
@@ -216,7 +221,9 @@ struct Settings {
     if (const char* s = std::getenv("DISTMM_VERBOSE"); s && *s && std::strcmp(s, "0") != 0)
       verbose = std::max(1, std::atoi(s));
     if (const char* s = std::getenv("DISTMM_SCALAPACK_DIRECT"))
-      direct = std::strcmp(s, "force") == 0 ? 2 : std::strcmp(s, "0") != 0;
+      direct = std::strcmp(s, "force") == 0    ? 2
+               : std::strcmp(s, "ksplit") == 0 ? 3
+                                               : std::strcmp(s, "0") != 0;
     if (const char* s = std::getenv("DISTMM_PANEL")) panel = std::max<index_t>(0, std::atoll(s));
     if (const char* s = std::getenv("DISTMM_SCALAPACK_STATS")) stats = s;
     if (const char* s = std::getenv("DISTMM_ENGINE"); s && *s) engine = s;
@@ -627,6 +634,7 @@ std::vector<BcPanel> k_panels(const LogicalDim& ak, const LogicalDim& bk, index_
 struct Phases {  // seconds on one rank (reported: the maximum over the grid's ranks)
   double setup = 0;  // the grid's communicators (first call on a grid), the plan
   double a = 0, b = 0, c_in = 0, multiply = 0, wait = 0, c_out = 0;
+  double pack = 0;  // the k-split: packing and posting its sends
 };
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -642,7 +650,7 @@ void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, co
   const index_t mloc = ar.count, nloc = bc.count;
   index_t wmax = 0;
   for (const BcPanel& p : panels) wmax = std::max(wmax, p.width);
-  std::vector<T> abuf[2], bbuf[2];
+  AlignedPtr<T> abuf[2], bbuf[2];  // uninitialised: the broadcasts fill them
   const T* ap[2] = {nullptr, nullptr};
   index_t apld[2] = {1, 1};
   Requests pending[2];
@@ -650,10 +658,10 @@ void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, co
   auto post = [&](std::size_t t, int slot) {
     const BcPanel& p = panels[t];
     const index_t w = p.width;
-    if (abuf[slot].empty() && mloc > 0) abuf[slot].resize(static_cast<std::size_t>(mloc * wmax));
-    if (bbuf[slot].empty() && nloc > 0) bbuf[slot].resize(static_cast<std::size_t>(wmax * nloc));
-    T* a = abuf[slot].empty() ? dummy : abuf[slot].data();
-    T* b = bbuf[slot].empty() ? dummy : bbuf[slot].data();
+    if (!abuf[slot] && mloc > 0) abuf[slot] = aligned_alloc_array<T>(static_cast<std::size_t>(mloc * wmax));
+    if (!bbuf[slot] && nloc > 0) bbuf[slot] = aligned_alloc_array<T>(static_cast<std::size_t>(wmax * nloc));
+    T* a = abuf[slot] ? abuf[slot].get() : dummy;
+    T* b = bbuf[slot] ? bbuf[slot].get() : dummy;
     ap[slot] = a, apld[slot] = std::max<index_t>(1, mloc);
     // The owners send their columns of A in place when contiguous, else packed; B's rows are
     // strided in the local array, so they are packed.
@@ -684,7 +692,7 @@ void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, co
     wait += since(w0);
     Requests* next = nullptr;
     if (t + 1 < panels.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
-    const T* b = bbuf[slot].empty() ? dummy : bbuf[slot].data();
+    const T* b = bbuf[slot] ? bbuf[slot].get() : dummy;
     gemm_with_progress<T>(e, mloc, nloc, panels[t].width, alpha, ap[slot], apld[slot], b,
                           panels[t].width, t == 0 ? beta : T(1), C, ldc, next);
   }
@@ -711,20 +719,98 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
                    bool verbose, const Comm& comm, bool root) {
   const Settings& st = settings();
   if (st.stats.empty() && !verbose) return;
-  double v[8] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup}, mx[8];
-  MPI_Reduce(v, mx, 8, MPI_DOUBLE, MPI_MAX, 0, comm.get());
+  double v[9] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup, ph.pack},
+         mx[9];
+  MPI_Reduce(v, mx, 9, MPI_DOUBLE, MPI_MAX, 0, comm.get());
   if (!root) return;
   if (verbose)
     std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = setup %.3f, redistribute "
-                 "A %.3f, B %.3f, C in %.3f, multiply %.3f (waiting for panels %.3f), "
-                 "redistribute C out %.3f (max over ranks)\n", name, m, n, k, path.c_str(),
-                 algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[3], mx[4], mx[5]);
+                 "A %.3f, B %.3f, C in %.3f, pack %.3f, multiply %.3f (waiting for panels "
+                 "%.3f), redistribute C out %.3f (max over ranks)\n", name, m, n, k,
+                 path.c_str(), algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[8], mx[3],
+                 mx[4], mx[5]);
   append_stats(lower, m, n, k, algo, sec, false,
                {{"path", path},
                 {"phases", {{"setup", mx[7]}, {"redistribute_a", mx[0]}, {"redistribute_b", mx[1]},
-                            {"redistribute_c_in", mx[2]}, {"multiply", mx[3]},
+                            {"redistribute_c_in", mx[2]}, {"pack", mx[8]}, {"multiply", mx[3]},
                             {"multiply_waiting", mx[4]}, {"redistribute_c_out", mx[5]},
                             {"seconds_max", mx[6]}}}});
+}
+
+// This rank's rows of sub(A) and sub(C) and columns of sub(B) and sub(C), as local spans.
+struct LocalSpans {
+  Span a, b, r, c;
+};
+LocalSpans local_spans(const LogicalDim& ar, const LogicalDim& bc, const LogicalDim& cr,
+                       const LogicalDim& cc, index_t m, index_t n, const Grid& g) {
+  return {local_span(ar, m, g.myrow), local_span(bc, n, g.mycol), local_span(cr, m, g.myrow),
+          local_span(cc, n, g.mycol)};
+}
+// The DISTMM_VERBOSE line of a call answered on the BLACS grid's own layout.
+template <class T>
+void say_in_place(int m, int n, int k, const std::string& algo, const Grid& g,
+                  const std::string& detail, int ranks) {
+  std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (the %dx%d "
+               "BLACS grid's own layout, %s), engine %s, %d ranks\n", Names<T>::name, m, n, k,
+               algo.c_str(), g.nprow, g.npcol, detail.c_str(), engine().name().c_str(), ranks);
+}
+
+// The k-split on the block-cyclic layout (block_cyclic_ksplit.hpp), where it moves at most
+// kKSplitWords of SUMMA's words (the most any rank receives, both counted from the layout),
+// its buffers fit the memory share, and k's runs are not fragmented; or wherever the operands
+// line up under DISTMM_SCALAPACK_DIRECT=ksplit. Every rank decides alike (the counts come from
+// the descriptors). On one 16-core node (H100 host, 4 x 4, f64, docs/performance.md) the two
+// tie at 4096 x 4096 x 65536 (0.45 of SUMMA's words; 3.53 s and 3.63 s, medians of 5), where
+// shared memory makes words cheap; at 8192 x 8192 x 65536 (0.6 of the words, a partial C of
+// 8192^2 per rank to sum) an earlier version of the k-split took 1.4x SUMMA's time. Between
+// nodes the words cost more: 0.5 keeps the k-split to the clearly k-dominant shapes.
+constexpr double kKSplitWords = 0.5;
+
+template <class T>
+bool try_ksplit(T alpha, const T* A, const int* Ad, const T* B, const int* Bd, T beta, T* C,
+                const int* Cd, int m, int n, int k, const LogicalDim& ar, const LogicalDim& ac,
+                const LogicalDim& br, const LogicalDim& bc, const LogicalDim& cr,
+                const LogicalDim& cc, const Grid& g, GridComm& gc, Phases& ph,
+                std::chrono::steady_clock::time_point t0, bool verbose, bool root) {
+  const Settings& st = settings();
+  if (st.direct != 1 && st.direct != 3) return false;
+  const auto panels = k_panels(ac, br, k, k);  // maximal runs
+  if (st.direct == 1 && double(k) / double(panels.size()) < std::min<double>(k, 32)) return false;
+  std::vector<KRun> runs;
+  for (const BcPanel& p : panels) runs.push_back({p.qa, p.qb, p.a0, p.b0, p.width});
+  std::vector<index_t> rows(g.nprow), cols(g.npcol);
+  for (int r = 0; r < g.nprow; ++r) rows[r] = local_span(ar, m, r).count;
+  for (int c = 0; c < g.npcol; ++c) cols[c] = local_span(bc, n, c).count;
+  const KSplitLayout L = ksplit_layout(g.nprow, g.npcol, g.myrow, g.mycol, rows, cols, runs);
+  const int P = g.nprow * g.npcol;
+  if (st.direct == 1) {
+    // SUMMA's words on rank (r, c): A's columns of k that other process columns hold, for its
+    // rows, and B's rows that other process rows hold, for its columns.
+    std::vector<index_t> ka(g.npcol, 0), kb(g.nprow, 0);
+    for (const KRun& x : runs) ka[x.qa] += x.width, kb[x.qb] += x.width;
+    double summa = 0, ksplit = 0, bytes = 0;
+    for (int t = 0; t < P; ++t) {
+      const int r = t / g.npcol, c = t % g.npcol;
+      summa = std::max(summa, double(rows[r]) * double(k - ka[c]) + double(cols[c]) * double(k - kb[r]));
+      ksplit = std::max(ksplit, ksplit_words(L, t));
+      bytes = std::max(bytes, ksplit_bytes(L, t, sizeof(T)));
+    }
+    if (!(ksplit < kKSplitWords * summa) || bytes > double(gc.mem_limit)) return false;
+  }
+  const Comm& comm = *gc.comm;
+  const LocalSpans sp = local_spans(ar, bc, cr, cc, m, n, g);
+  const std::string algo = "block-cyclic k-split";
+  if (root && verbose) say_in_place<T>(m, n, k, algo, g, "k in " + std::to_string(P) + " parts", P);
+  ph.setup = since(t0);
+  KSplitTimes kt;
+  const index_t lda = Ad[LLD_], ldb = Bd[LLD_], ldc = Cd[LLD_];
+  block_cyclic_ksplit<T>(engine(), alpha, A + sp.a.first, lda, B + sp.b.first * ldb, ldb, beta,
+                         C + sp.r.first + sp.c.first * ldc, ldc, L, comm, kt);
+  ph.pack = kt.pack, ph.multiply = kt.multiply, ph.wait = kt.wait, ph.c_out = kt.combine;
+  const double sec = since(t0);
+  report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph, sec, verbose,
+                comm, root);
+  return true;
 }
 
 bool& first_call() {
@@ -824,9 +910,13 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
     const LogicalDim bc = notb ? dim(Bd, false, jb) : dim(Bd, true, ib);
     Phases ph;
 
-    // The block-cyclic layout as it is, when the operands line up (see block_cyclic_summa).
+    // The block-cyclic layout as it is, when the operands line up (see block_cyclic_summa and
+    // block_cyclic_ksplit.hpp).
     if (st.direct && nota && notb && !replicated && same_owners(ar, cr, m) &&
         same_owners(bc, cc, n)) {
+      if (try_ksplit<T>(a, A, Ad, B, Bd, b, C, Cd, m, n, k, ar, ac, br, bc, cr, cc, g, gc, ph,
+                        t0, verbose, root))
+        return;
       index_t wcap = st.panel > 0 ? st.panel
                          : std::clamp<index_t>((k + std::max(g.nprow, g.npcol) - 1) /
                                                    std::max(g.nprow, g.npcol), 256, 4096);
@@ -840,19 +930,15 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
       const bool wide =
           st.direct == 2 || double(k) / double(panels.size()) >= std::min<double>(k, 32);
       if (wide) {
-        const Span sa = local_span(ar, m, g.myrow), sb = local_span(bc, n, g.mycol);
-        const Span sr = local_span(cr, m, g.myrow), sc = local_span(cc, n, g.mycol);
+        const LocalSpans sp = local_spans(ar, bc, cr, cc, m, n, g);
         const std::string algo = "block-cyclic summa";
         if (root && verbose)
-          std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s "
-                       "(the %dx%d BLACS grid's own layout, %zu panels), engine %s, %d ranks\n",
-                       Names<T>::name, m, n, k, algo.c_str(), g.nprow, g.npcol, panels.size(),
-                       engine().name().c_str(), comm.size());
+          say_in_place<T>(m, n, k, algo, g, std::to_string(panels.size()) + " panels", comm.size());
         const auto t1 = std::chrono::steady_clock::now();
         ph.setup = std::chrono::duration<double>(t1 - t0).count();
-        block_cyclic_summa<T>(engine(), a, A, Ad[LLD_], sa, B, Bd[LLD_], sb, b,
-                              C + sr.first + sc.first * index_t(Cd[LLD_]), Cd[LLD_], panels, gc,
-                              g, ph.wait);
+        block_cyclic_summa<T>(engine(), a, A, Ad[LLD_], sp.a, B, Bd[LLD_], sp.b, b,
+                              C + sp.r.first + sp.c.first * index_t(Cd[LLD_]), Cd[LLD_], panels,
+                              gc, g, ph.wait);
         ph.multiply = since(t1);
         report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph,
                       seconds(), verbose, comm, root);

@@ -1,5 +1,7 @@
 // Column-major matrices with a leading dimension, as BLAS stores them.
 #pragma once
+#include <sys/mman.h>
+
 #include <cassert>
 #include <cstring>
 #include <memory>
@@ -29,10 +31,18 @@ struct MatrixView {
   }
 };
 
-// 64-byte aligned storage so that vector loads and BLAS packing start on cache lines.
+// 64-byte aligned storage so that vector loads and BLAS packing start on cache lines. Arrays
+// of kHugePageMin bytes or more start on a 2 MiB boundary and ask for transparent huge pages:
+// a fresh buffer's first touch (a page fault and the kernel's zeroing per page) then costs
+// about 0.6x; measured with 16 processes touching 512 MiB each at once on the H100 host (THP
+// "madvise"): 0.20-0.33 s against 0.31-0.40 s, a copy into the fresh buffer 0.15-0.33 s
+// against 0.38-0.55 s (a warm copy: 0.05-0.11 s).
+inline constexpr std::size_t kHugePageMin = std::size_t(4) << 20;
+inline constexpr std::size_t kHugePage = std::size_t(2) << 20;
 template <class T>
 struct AlignedDeleter {
-  void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  std::size_t align = 64;
+  void operator()(T* p) const { ::operator delete[](p, std::align_val_t{align}); }
 };
 template <class T>
 using AlignedPtr = std::unique_ptr<T[], AlignedDeleter<T>>;
@@ -51,7 +61,10 @@ template <class T>
 AlignedPtr<T> aligned_alloc_array(std::size_t n) {
   if (n == 0) return AlignedPtr<T>();
   if (n > std::size_t(INT64_MAX) / sizeof(T)) throw std::bad_alloc();
-  return AlignedPtr<T>(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64})));
+  const std::size_t bytes = n * sizeof(T), align = bytes >= kHugePageMin ? kHugePage : 64;
+  void* p = ::operator new[](bytes, std::align_val_t{align});
+  if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+  return AlignedPtr<T>(static_cast<T*>(p), AlignedDeleter<T>{align});
 }
 
 // An owning, dense (ld == rows) column-major matrix.

@@ -18,6 +18,10 @@
 #   COSMA_ROUNDS_16384=1   COSMA's rounds at 16384^3 (~50 s each), run after the others
 #   SWEEP="256 384 512 768 1024 1536 2048" SWEEP_REPS=7
 #   BIND="--bind-to core"
+#   SINGLE_COPY=cma        Open MPI's shared-memory single-copy mechanism for every code (the
+#                          GPU machine's environment sets none: two copies per message)
+#   WITH_SUMMA=1           distmm with DISTMM_SCALAPACK_DIRECT=force (SUMMA on the block-cyclic
+#                          layout) as a fourth code in the rotation, except at 16384^3
 #   EST="8192x8192x8192=25 4096x4096x65536=30 16384x16384x16384=50 sweep=45" seconds per round
 set -uo pipefail
 dir=$1 cosma=$2 out=$3 budget=${4:-420}
@@ -31,6 +35,7 @@ declare -A est=([8192x8192x8192]=25 [4096x4096x65536]=30 [16384x16384x16384]=50 
                 [cosma16384]=60)
 for e in ${EST:-}; do est[${e%%=*}]=${e#*=}; done
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+[ -n "${SINGLE_COPY:-}" ] && export OMPI_MCA_btl_vader_single_copy_mechanism=$SINGLE_COPY
 start=$(date +%s)
 log() { echo "$*" | tee -a "$raw"; }
 fits() {  # fits SECONDS: the step ends within the budget
@@ -47,6 +52,8 @@ run() {
   case $code in
     pdgemm) lines=$(mpi "$dir/pxgemm_driver" bench $m $n $k 256 4 4 $calls 0) ;;
     distmm) lines=$(mpi "${preload[@]}" "$dir/pxgemm_driver" bench $m $n $k 256 4 4 $calls 0) ;;
+    distmm-summa) lines=$(mpi "${preload[@]}" -x DISTMM_SCALAPACK_DIRECT=force "$dir/pxgemm_driver" \
+                            bench $m $n $k 256 4 4 $calls 0) ;;
     distmm-redist) lines=$(mpi "${preload[@]}" -x DISTMM_SCALAPACK_DIRECT=0 "$dir/pxgemm_driver" \
                              bench $m $n $k 256 4 4 $calls 0) ;;
     cosma) lines=$(mpi "$cosma" -m $m -n $n -k $k --block_a 256,256 --block_b 256,256 \
@@ -59,10 +66,12 @@ run() {
       c=$((c + 1)); log "RESULT $shape cosma $round $c $(awk -v x=$ms 'BEGIN{printf "%.3f", x/1000}')"
     done
   else
-    echo "$lines" | grep -E "^pdgemm .* call" | while read -r line; do
-      c=$(echo "$line" | sed 's/.* call \([0-9]*\):.*/\1/') s=$(echo "$line" | sed 's/.*: \([0-9.]*\) s,.*/\1/')
-      log "RESULT $shape $code $round $c $s"
-    done
+    # (a driver line may share its line with distmm's stderr: matched anywhere)
+    echo "$lines" | grep -oE "pdgemm [0-9]+ x [0-9]+ x [0-9]+ nb [0-9]+ grid [0-9x]+ call [0-9]+: [0-9.]+ s" |
+      while read -r line; do
+        c=$(echo "$line" | sed 's/.* call \([0-9]*\):.*/\1/') s=$(echo "$line" | sed 's/.*: \([0-9.]*\) s$/\1/')
+        log "RESULT $shape $code $round $c $s"
+      done
   fi
 }
 
@@ -79,7 +88,7 @@ sweep() {
   done
 }
 
-log "START $(date -u +%FT%TZ) $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')); plan: $plan; budget ${budget}s"
+log "START $(date -u +%FT%TZ) $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')); plan: $plan; budget ${budget}s; single copy: ${OMPI_MCA_btl_vader_single_copy_mechanism:-the MPI default}"
 for step in $plan; do
   if [ "$step" = sweep ]; then fits "${est[sweep]}" sweep && sweep; continue; fi
   if [ "${step%%:*}" = redist ]; then
@@ -90,12 +99,12 @@ for step in $plan; do
   IFS=: read -r shape rounds calls <<< "$step"
   IFS=x read -r m n k <<< "$shape"
   codes=(pdgemm distmm cosma)
+  [ -n "${WITH_SUMMA:-}" ] && codes+=(distmm-summa)
   [ "$shape" = 16384x16384x16384 ] && codes=(pdgemm distmm)
   for r in $(seq 1 "$rounds"); do
     fits "${est[$shape]:-60}" "$shape round $r" || break
-    for i in 0 1 2; do
-      code=${codes[$(( (r - 1 + i) % 3 ))]:-}
-      [ -n "$code" ] && run $code $m $n $k $calls $r
+    for i in $(seq 0 $(( ${#codes[@]} - 1 ))); do
+      run ${codes[$(( (r - 1 + i) % ${#codes[@]} ))]} $m $n $k $calls $r
     done
   done
 done

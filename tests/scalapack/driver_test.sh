@@ -3,18 +3,20 @@
 # reference from the global matrices) and fails on any wrong element; with a library, under
 # LD_PRELOAD, and fails unless distmm answered every multiply (DISTMM_SCALAPACK_STATS), with
 # phase times, on 4+ ranks some in place on the BLACS grid and some redistributed.
-#   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC
+# DIRECT (default 1) is DISTMM_SCALAPACK_DIRECT: with 1 on 4+ ranks the k-dominant cases must
+# have run the k-split, with ksplit every aligned case does.
+#   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC [DIRECT]
 set -euo pipefail
-mode=$1 np=$2 driver=$3 mpiexec=$4
+mode=$1 np=$2 driver=$3 mpiexec=$4 direct=${5:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 stats=$work/stats.jsonl
-export DISTMM_SCALAPACK_MIN=0 DISTMM_SCALAPACK_STATS=$stats DISTMM_VERBOSE=1
+export DISTMM_SCALAPACK_MIN=0 DISTMM_SCALAPACK_STATS=$stats DISTMM_VERBOSE=1 DISTMM_SCALAPACK_DIRECT=$direct
 preload=()
 case $mode in plain|linked) ;; *) preload=(-x LD_PRELOAD="$mode") ;; esac
 set +e
 timeout 300 "$mpiexec" -n "$np" --oversubscribe "${preload[@]}" -x DISTMM_SCALAPACK_MIN \
-  -x DISTMM_SCALAPACK_STATS -x DISTMM_VERBOSE "$driver" > "$work/out.txt" 2>&1
+  -x DISTMM_SCALAPACK_STATS -x DISTMM_VERBOSE -x DISTMM_SCALAPACK_DIRECT "$driver" > "$work/out.txt" 2>&1
 rc=$?
 set -e
 cat "$work/out.txt"
@@ -33,6 +35,7 @@ else
   if [ "$np" -ge 4 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
     grep -q '"path":"block-cyclic"' "$stats" || { echo "FAIL: no call ran on the block-cyclic layout"; exit 1; }
     grep -q '"path":"redistributed"' "$stats" || { echo "FAIL: no call was redistributed"; exit 1; }
+    grep -q '"algorithm":"block-cyclic k-split"' "$stats" || { echo "FAIL: no call ran the k-split"; exit 1; }
   fi
 fi
 echo PASS

@@ -5,7 +5,7 @@
 #   pblas_tester.sh LIB|none TYPE(s|d|c|z) SET(main|src|aligned) NPROCS MPIEXEC [ALPHA BETA [DIRECT]]
 # (ALPHA empty: the default; BETA 0: beta = 0 in the type's notation; DIRECT: the value of
 # DISTMM_SCALAPACK_DIRECT, default 1; force: SUMMA on the block-cyclic layout wherever the
-# operands line up, and at least one call must have run so)
+# operands line up, ksplit: the k-split there; at least one call must have run so)
 set -euo pipefail
 lib=$1 t=$2 set=$3 np=$4 mpiexec=$5 direct=${8:-1}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -72,10 +72,13 @@ if [ "$lib" != none ]; then
   echo "distmm answered $answered calls, handed $handed to ScaLAPACK"
   [ "${answered:-0}" -gt 0 ] || fail "distmm answered no call"
   [ "${handed:-0}" -eq 0 ] || fail "calls were handed to ScaLAPACK with DISTMM_SCALAPACK_MIN=0"
-  if [ "$direct" = force ]; then
+  if [ "$direct" = force ] || [ "$direct" = ksplit ]; then
     inplace=$(grep -c '"path":"block-cyclic"' "$stats" 2>/dev/null || true)
     echo "of them $inplace on the block-cyclic layout itself"
     [ "${inplace:-0}" -gt 0 ] || fail "no call ran on the block-cyclic layout"
+  fi
+  if [ "$direct" = ksplit ]; then
+    grep -q '"algorithm":"block-cyclic k-split"' "$stats" || fail "no call ran the k-split"
   fi
 fi
 echo PASS

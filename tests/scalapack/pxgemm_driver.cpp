@@ -237,6 +237,24 @@ std::vector<Case> cases() {
   }
   v.push_back({"aligned f32 NN 1x4 (k over columns)", 's', 1, 4, 'N', 'N', 40, 150, 256, 1, 1, sq(40, 256, 32, 32), sq(256, 150, 32, 32), sq(40, 150, 32, 32)});
   v.push_back({"aligned NN 1x1", 'd', 1, 1, 'N', 'N', 33, 35, 37, 2, 1, sq(33, 37, 8, 8), sq(37, 35, 8, 8), sq(33, 35, 8, 8)});
+  // k-dominant aligned calls: the k-split on the block-cyclic layout (fewer words than SUMMA on
+  // 1 x P and P x 1 grids; every aligned case runs it under DISTMM_SCALAPACK_DIRECT=ksplit).
+  v.push_back({"aligned k-dominant 1x4", 'd', 1, 4, 'N', 'N', 40, 12, 700, 1.5, 0.5, sq(40, 700, 8, 48), sq(700, 12, 48, 3), sq(40, 12, 8, 3)});
+  {
+    Case c{"aligned k-dominant c128 4x1 offsets, beta 0, NaN C", 'z', 4, 1, 'N', 'N', 9, 30, 641, cd(1, -0.5), 0, sq(20, 660, 3, 40), sq(700, 40, 40, 5), sq(25, 45, 3, 5)};
+    c.ia = c.ic = 4, c.ja = c.ib = 6, c.jb = c.jc = 2;
+    c.A.rsrc = c.C.rsrc = 2, c.B.rsrc = 1, c.A.csrc = 0;
+    c.A.pad = 2, c.C.pad = 3, c.nan_c = true;
+    v.push_back(c);
+  }
+  v.push_back({"aligned k-dominant f32 1x3 prime", 's', 1, 3, 'N', 'N', 31, 7, 997, 1, 1, sq(31, 997, 5, 37), sq(997, 7, 37, 2), sq(31, 7, 5, 2)});
+  v.push_back({"aligned k-dominant 4x4", 'd', 4, 4, 'N', 'N', 50, 44, 2000, 1, 1, sq(50, 2000, 8, 32), sq(2000, 44, 32, 4), sq(50, 44, 8, 4)});
+  {
+    Case c{"aligned k-dominant c64 4x4 shifted sources, offsets", 'c', 4, 4, 'N', 'N', 37, 29, 1531, cd(0.5, 2), cd(-1, 0.5), sq(45, 1600, 5, 24), sq(1600, 35, 24, 3), sq(45, 35, 5, 3)};
+    c.A.rsrc = c.C.rsrc = 3, c.A.csrc = 1, c.B.rsrc = 2, c.B.csrc = c.C.csrc = 1;
+    c.ia = c.ic = 6, c.ja = c.ib = 30, c.jb = c.jc = 4, c.B.pad = 1;
+    v.push_back(c);
+  }
   v.push_back({"larger 2x2 (300^3)", 'd', 2, 2, 'N', 'T', 300, 300, 300, 1, 1, sq(300, 300, 64, 64), sq(300, 300, 64, 64), sq(300, 300, 64, 64)});
   return v;
 }
