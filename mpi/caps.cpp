@@ -958,6 +958,13 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // more DFS steps as candidates (each saves 1/8 of the multiplications and costs additions
     // and leaf messages), of which the cost model picks.
     std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world));
+    if (o.device_resident && o.device_limit > 0) {
+      // A device-resident run keeps its blocks and buffers on the GPU: the GPU's share decides
+      // (device_limit is what is left of it after the operands' blocks).
+      const double operands =
+          (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) * double(size_of(dt)) / P;
+      limit = o.device_limit + static_cast<std::size_t>(operands);
+    }
     int d = 0;
     auto with_dfs = [&](int dfs) {
       CapsSteps st(dfs, CapsStep::dfs);

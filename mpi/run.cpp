@@ -438,7 +438,10 @@ Prepared prepare(const Comm& world, RunSpec o) {
   auto device_share = [&](double free) { return free / ranks_per_gpu * 0.95 - double(512 << 20); };
   if (on_gpu) {
     o.algo_opts.device_resident = true;
-    const double left = device_share(double(engine->device_free_bytes())) - operands;
+    // The least free memory of any rank, so that every rank plans alike (SUMMA's panel width,
+    // CAPS's steps, cuboid's grid depend on it).
+    const double free_min = -world.allreduce_max_uncounted(-double(engine->device_free_bytes()));
+    const double left = device_share(free_min) - operands;
     o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
   }
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
