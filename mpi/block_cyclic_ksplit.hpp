@@ -24,7 +24,9 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 #include "../node/engine.hpp"
@@ -103,7 +105,37 @@ inline double ksplit_words(const KSplitLayout& L, int me) {
   return a + b + c;
 }
 
-// Bytes rank `me` allocates (at most; B's send slots counted as two of its fetches).
+// The step at which rank t (of a pr x pc grid) fetches process column c's block of B: each
+// rank starts at its own column plus its row, so that at every step the fetches of a process
+// column's ranks go to different sources.
+inline int ksplit_step(int t, int c, int pc) { return ((c - t % pc - t / pc) % pc + pc) % pc; }
+
+// What rank `me` sends of B at each step: (fetching rank, run), the runs of its process row.
+inline std::vector<std::vector<std::pair<int, const KRun*>>> ksplit_b_sends(const KSplitLayout& L,
+                                                                            int me) {
+  const int my_r = me / L.npcol, my_c = me % L.npcol;
+  std::vector<std::vector<std::pair<int, const KRun*>>> out(static_cast<std::size_t>(L.npcol));
+  for (int t = 0; t < L.nprow * L.npcol; ++t)
+    for (const KRun& s : L.parts[static_cast<std::size_t>(t)])
+      if (s.qb == my_r && s.width * L.cols[my_c] > 0)
+        out[static_cast<std::size_t>(ksplit_step(t, my_c, L.npcol))].push_back({t, &s});
+  return out;
+}
+// Elements of B's largest step of sends (one of its two packing slots).
+inline index_t ksplit_b_slot(const KSplitLayout& L, int me,
+                             const std::vector<std::vector<std::pair<int, const KRun*>>>& sends) {
+  index_t most = 0;
+  for (const auto& v : sends) {
+    index_t n = 0;
+    for (const auto& [t, s] : v) n += s->width * L.cols[me % L.npcol];
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+// Bytes rank `me` allocates: A's rows of its part (and its own rows packed for the others when
+// not in place), two blocks of B in, two packing slots of B out, two steps' pieces of C, the
+// receive slots for the others' pieces.
 inline double ksplit_bytes(const KSplitLayout& L, int me, std::size_t elem) {
   const int my_r = me / L.npcol, my_c = me % L.npcol;
   const double kr = double(L.width(me));
@@ -112,21 +144,16 @@ inline double ksplit_bytes(const KSplitLayout& L, int me, std::size_t elem) {
   for (index_t c : L.cols) nmax = std::max(nmax, double(c));
   for (int t = 0; t < L.nprow * L.npcol; ++t)
     if (t / L.npcol != my_r && t % L.npcol == my_c)
-      sent_a += double(L.width(t)) * double(L.rows[my_r]);  // A packed (when not in place)
+      sent_a += double(L.width(t)) * double(L.rows[my_r]);
   const double own = double(L.rows[my_r]) * double(L.cols[my_c]);
-  // A's rows of my part, two blocks of B in and out, two steps' pieces of C, the receive slots.
-  return double(elem) * (m * kr + 4 * kr * nmax + 2 * m * nmax + double(L.nprow + 1) * own +
-                         sent_a);
+  const double b_out = 2 * double(ksplit_b_slot(L, me, ksplit_b_sends(L, me)));
+  return double(elem) *
+         (m * kr + sent_a + 2 * kr * nmax + b_out + 2 * m * nmax + double(L.nprow + 1) * own);
 }
 
 struct KSplitTimes {
   double pack = 0, wait = 0, multiply = 0, combine = 0;
 };
-
-// The step at which rank t (of a pr x pc grid) fetches process column c's block of B: each
-// rank starts at its own column plus its row, so that at every step the fetches of a process
-// column's ranks go to different sources.
-inline int ksplit_step(int t, int c, int pc) { return ((c - t % pc - t / pc) % pc + pc) % pc; }
 
 // The pieces of C that other ranks send this rank, summed into its block as they arrive: a few
 // receive slots, posted in the order the senders compute the pieces (so fresh memory stays at
@@ -191,7 +218,10 @@ class PieceSummer {
 // Collective over `comm` (ranks in row-major grid order). Buffers are left uninitialised (every
 // element is written before it is read) and used per step where they can be: on a node, fresh
 // memory (page faults, the kernel's zeroing) costs several times a warm copy, and the copies
-// compete with the products for memory bandwidth.
+// compete with the products for memory bandwidth. Everything is allocated before the first
+// message is posted, so a rank that cannot allocate leaves nothing in flight (the caller aborts
+// the job); a failure once messages are in flight aborts the job here, since the other ranks
+// would wait for this one's messages.
 template <class T>
 void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B, index_t ldb,
                          T beta, T* C, index_t ldc, const KSplitLayout& L, const Comm& comm,
@@ -208,16 +238,12 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
   const index_t kr = L.width(me);
   constexpr int kTagA = 4101, kTagB = 4102, kTagC = 4103;
   auto sz = [](index_t n) { return static_cast<std::size_t>(std::max<index_t>(n, 0)); };
-  double wait = 0;
+  index_t b_cols = 0, m_all = 0, r_max = 0;
+  for (index_t c : L.cols) b_cols = std::max(b_cols, c);
+  for (index_t r : L.rows) m_all += r, r_max = std::max(r_max, r);
 
-  // ---- my block of C starts as beta C (beta = 0: C is not read); every piece adds to it ----
-  for (index_t j = 0; j < nloc; ++j) {
-    T* cj = C + j * ldc;
-    if (beta == T(0)) std::fill(cj, cj + mloc, T(0));
-    else if (beta != T(1))
-      for (index_t i = 0; i < mloc; ++i) cj[i] *= beta;
-  }
-  // The other ranks' pieces for me, in the order they compute them (step, then row order).
+  // ---- the plan of this rank's messages, and every buffer, before anything is posted ----
+  // The other ranks' pieces of C for me, in the order they compute them (step, then row).
   std::vector<int> senders;
   for (int s = 0; s < P; ++s)
     if (s != me && L.width(s) > 0) senders.push_back(s);
@@ -227,6 +253,48 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     };
     return key(x) < key(y);
   });
+  // A: my rows of my column-mates' parts (in place when my rows are whole local columns).
+  const bool a_contiguous = lda == mloc;
+  index_t a_need = 0, msg_max = kr * b_cols;  // the largest message, for MPI's int counts
+  for (int r = 0; r < pr; ++r)
+    if (r != my_r)
+      for (const KRun& s : L.parts[static_cast<std::size_t>(L.rank(r, my_c))])
+        a_need += s.width * mloc, msg_max = std::max(msg_max, s.width * r_max);
+  const auto b_out = ksplit_b_sends(L, me);
+  const index_t b_slot = ksplit_b_slot(L, me, b_out);
+  msg_max = std::max({msg_max, b_slot, r_max * b_cols});
+  (void)mpi_count(msg_max);  // too large: a UsageError now, before anything is in flight
+  AlignedPtr<T> a_pack = aligned_alloc_array<T>(a_contiguous ? 0 : sz(a_need));
+  std::vector<const T*> a_ptr(static_cast<std::size_t>(pr), nullptr);
+  std::vector<index_t> a_ld(static_cast<std::size_t>(pr), 1);
+  std::vector<AlignedPtr<T>> a_buf(static_cast<std::size_t>(pr));
+  for (int r = 0; r < pr && kr > 0; ++r) {
+    const index_t rows = L.rows[r];
+    a_ld[r] = std::max<index_t>(1, rows);
+    if (rows == 0) continue;
+    if (r == my_r && mine.size() == 1) {
+      a_ptr[r] = A + mine[0].a0 * lda, a_ld[r] = lda;
+      continue;
+    }
+    a_buf[r] = aligned_alloc_array<T>(sz(rows * kr));
+    a_ptr[r] = a_buf[r].get();
+  }
+  AlignedPtr<T> b_pack[2], b_buf[2], c_buf[2];
+  for (int slot = 0; slot < 2 && slot < pc; ++slot) {
+    b_pack[slot] = aligned_alloc_array<T>(sz(b_slot));
+    if (kr > 0) {
+      b_buf[slot] = aligned_alloc_array<T>(sz(kr * b_cols));
+      c_buf[slot] = aligned_alloc_array<T>(sz(m_all * b_cols));
+    }
+  }
+  // The others' pieces, summed into my block as they arrive (its receive slots allocated
+  // before it posts).
+  for (index_t j = 0; j < nloc; ++j) {  // my block starts as beta C (beta = 0: C is not read)
+    T* cj = C + j * ldc;
+    if (beta == T(0)) std::fill(cj, cj + mloc, T(0));
+    else if (beta != T(1))
+      for (index_t i = 0; i < mloc; ++i) cj[i] *= beta;
+  }
   PieceSummer<T> summer(comm, senders, mloc, nloc, C, ldc, pr + 1, kTagC);
 
   // Every transfer in flight, poked during the products and while waiting: a rank blocked in
@@ -243,24 +311,18 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     }
   } poke{{&b_recvs[0], &b_recvs[1], &b_sends[0], &b_sends[1], &c_sends[0], &c_sends[1],
           &a_sends}, &summer};
+  double wait = 0;
   auto timed_wait = [&](Requests& r) {
     const auto w0 = clock::now();
     while (!r.test_all()) poke.poke();
     wait += since(w0);
   };
 
-  // ---- A: my rows of the column-mates' parts go to them (in place when A's local rows are
-  // whole columns, else packed); their rows of my part come to me ----
-  const bool a_contiguous = lda == mloc;
-  AlignedPtr<T> a_pack;
-  {
-    index_t need = 0;
-    for (int r = 0; r < pr; ++r)
-      if (r != my_r)
-        for (const KRun& s : L.parts[static_cast<std::size_t>(L.rank(r, my_c))]) need += s.width * mloc;
-    if (!a_contiguous) a_pack = aligned_alloc_array<T>(sz(need));
+  try {
+    // ---- A out to the column-mates (the next rows first: they multiply with them first),
+    // and in: the column-mates' rows of my part ----
     index_t at = 0;
-    for (int i = 1; i < pr; ++i) {  // the next rows first: they multiply with them first
+    for (int i = 1; i < pr; ++i) {
       const int r = (my_r + pr - i) % pr;
       for (const KRun& s : L.parts[static_cast<std::size_t>(L.rank(r, my_c))]) {
         if (s.width * mloc == 0) continue;
@@ -274,22 +336,10 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
         comm.isend(src, s.width * mloc, L.rank(r, my_c), kTagA, a_sends);
       }
     }
-  }
-  std::vector<const T*> a_ptr(static_cast<std::size_t>(pr), nullptr);
-  std::vector<index_t> a_ld(static_cast<std::size_t>(pr), 1);
-  std::vector<AlignedPtr<T>> a_buf(static_cast<std::size_t>(pr));
-  if (kr > 0) {
-    for (int i = 0; i < pr; ++i) {
+    for (int i = 0; i < pr && kr > 0; ++i) {
       const int r = (my_r + i) % pr;
       const index_t rows = L.rows[r];
-      a_ld[r] = std::max<index_t>(1, rows);
-      if (rows == 0) continue;
-      if (r == my_r && mine.size() == 1) {
-        a_ptr[r] = A + mine[0].a0 * lda, a_ld[r] = lda;
-        continue;
-      }
-      a_buf[r] = aligned_alloc_array<T>(sz(rows * kr));
-      a_ptr[r] = a_buf[r].get();
+      if (rows == 0 || !a_buf[r]) continue;
       index_t off = 0;
       for (const KRun& s : mine) {
         T* dst = a_buf[r].get() + off * rows;
@@ -302,98 +352,81 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
         off += s.width;
       }
     }
-  }
 
-  // ---- B: my columns of the runs on my process row, packed per step of the ranks that fetch
-  // them, two steps' worth of buffer ----
-  std::vector<std::vector<std::pair<int, const KRun*>>> b_out(static_cast<std::size_t>(pc));
-  for (int t = 0; t < P; ++t)
-    for (const KRun& s : L.parts[static_cast<std::size_t>(t)])
-      if (s.qb == my_r && s.width * nloc > 0)
-        b_out[static_cast<std::size_t>(ksplit_step(t, my_c, pc))].push_back({t, &s});
-  index_t b_slot = 0;
-  for (const auto& v : b_out) {
-    index_t n = 0;
-    for (const auto& [t, s] : v) n += s->width * nloc;
-    b_slot = std::max(b_slot, n);
-  }
-  AlignedPtr<T> b_pack[2] = {aligned_alloc_array<T>(sz(b_slot)),
-                             aligned_alloc_array<T>(pc > 1 ? sz(b_slot) : 0)};
-  auto send_b = [&](int step) {
-    const int slot = step % 2;
-    timed_wait(b_sends[slot]);  // step - 2's sends: fetched by now
-    index_t at = 0;
-    for (const auto& [t, s] : b_out[static_cast<std::size_t>(step)]) {
-      T* dst = b_pack[slot].get() + at;
-      for (index_t j = 0; j < nloc; ++j)
-        std::memcpy(dst + j * s->width, B + s->b0 + j * ldb, sizeof(T) * sz(s->width));
-      comm.isend(dst, s->width * nloc, t, kTagB, b_sends[slot]);
-      at += s->width * nloc;
-    }
-  };
-  send_b(0);
-  if (pc > 1) send_b(1);
-  times.pack = since(t0);
-
-  // ---- B's column blocks in, double-buffered; each block's pieces of C out (two steps' worth
-  // of buffer) while the next is multiplied ----
-  index_t b_cols = 0, c_slot = 0;
-  for (index_t c : L.cols) b_cols = std::max(b_cols, c);
-  index_t m_all = 0;
-  for (index_t r : L.rows) m_all += r;
-  c_slot = m_all * b_cols;
-  AlignedPtr<T> b_buf[2], c_buf[2];
-  auto post_b = [&](int step, int slot) {
-    const int c = (my_c + my_r + step) % pc;
-    const index_t w = L.cols[c];
-    if (kr == 0 || w == 0) return;
-    if (!b_buf[slot]) b_buf[slot] = aligned_alloc_array<T>(sz(kr * b_cols));
-    index_t off = 0;
-    for (const KRun& s : mine) {
-      if (mine.size() == 1)
-        comm.irecv(b_buf[slot].get(), kr * w, L.rank(s.qb, c), kTagB, b_recvs[slot]);
-      else  // several runs: each into its rows of the kr x w block
-        comm.irecv_strided(b_buf[slot].get() + off, w, s.width, kr, L.rank(s.qb, c), kTagB,
-                           b_recvs[slot]);
-      off += s.width;
-    }
-  };
-  const auto t1 = clock::now();
-  if (kr > 0) post_b(0, 0);
-  for (int step = 0; step < pc; ++step) {
-    const int slot = step % 2, c = (my_c + my_r + step) % pc;
-    if (step >= 1 && step + 1 < pc) send_b(step + 1);
-    if (kr == 0) continue;
-    timed_wait(b_recvs[slot]);
-    if (step + 1 < pc) post_b(step + 1, 1 - slot);
-    timed_wait(c_sends[slot]);  // step - 2's pieces: fetched by now
-    if (!c_buf[slot]) c_buf[slot] = aligned_alloc_array<T>(sz(c_slot));
-    index_t at = 0;
-    for (int i = 0; i < pr; ++i) {
-      const int r = (my_r + i) % pr, t = L.rank(r, c);
-      if (L.rows[r] == 0 || L.cols[c] == 0) continue;
-      timed_wait(a_recvs[r]);
-      if (t == me) {  // my own piece straight into my block
-        gemm_with_progress<T>(e, mloc, nloc, kr, alpha, a_ptr[r], a_ld[r], b_buf[slot].get(),
-                              kr, T(1), C, ldc, &poke);
-        continue;
+    // ---- B out: my columns of the runs on my process row, packed per step of the ranks that
+    // fetch them, into two slots ----
+    auto send_b = [&](int step) {
+      const int slot = step % 2;
+      timed_wait(b_sends[slot]);  // step - 2's sends: fetched by now
+      index_t at = 0;
+      for (const auto& [t, s] : b_out[static_cast<std::size_t>(step)]) {
+        T* dst = b_pack[slot].get() + at;
+        for (index_t j = 0; j < nloc; ++j)
+          std::memcpy(dst + j * s->width, B + s->b0 + j * ldb, sizeof(T) * sz(s->width));
+        comm.isend(dst, s->width * nloc, t, kTagB, b_sends[slot]);
+        at += s->width * nloc;
       }
-      T* piece = c_buf[slot].get() + at;
-      gemm_with_progress<T>(e, L.rows[r], L.cols[c], kr, alpha, a_ptr[r], a_ld[r],
-                            b_buf[slot].get(), kr, T(0), piece, L.rows[r], &poke);
-      comm.isend(piece, L.rows[r] * L.cols[c], t, kTagC, c_sends[slot]);
-      at += L.rows[r] * L.cols[c];
-    }
-  }
-  times.multiply = since(t1);
+    };
+    send_b(0);
+    if (pc > 1) send_b(1);
+    times.pack = since(t0);
 
-  // ---- the last pieces in; every send done ----
-  const auto t2 = clock::now();
-  summer.finish();
-  for (int s = 0; s < 2; ++s) timed_wait(c_sends[s]), timed_wait(b_sends[s]);
-  timed_wait(a_sends);
-  times.combine = since(t2);
-  times.wait = wait;
+    // ---- B's column blocks in, double-buffered; each block's pieces of C out (two steps'
+    // worth of buffer) while the next is multiplied ----
+    auto post_b = [&](int step, int slot) {
+      const int c = (my_c + my_r + step) % pc;
+      const index_t w = L.cols[c];
+      if (kr == 0 || w == 0) return;
+      index_t off = 0;
+      for (const KRun& s : mine) {
+        if (mine.size() == 1)
+          comm.irecv(b_buf[slot].get(), kr * w, L.rank(s.qb, c), kTagB, b_recvs[slot]);
+        else  // several runs: each into its rows of the kr x w block
+          comm.irecv_strided(b_buf[slot].get() + off, w, s.width, kr, L.rank(s.qb, c), kTagB,
+                             b_recvs[slot]);
+        off += s.width;
+      }
+    };
+    const auto t1 = clock::now();
+    if (kr > 0) post_b(0, 0);
+    for (int step = 0; step < pc; ++step) {
+      const int slot = step % 2, c = (my_c + my_r + step) % pc;
+      if (step >= 1 && step + 1 < pc) send_b(step + 1);
+      if (kr == 0) continue;
+      timed_wait(b_recvs[slot]);
+      if (step + 1 < pc) post_b(step + 1, 1 - slot);
+      timed_wait(c_sends[slot]);  // step - 2's pieces: fetched by now
+      index_t at = 0;
+      for (int i = 0; i < pr; ++i) {
+        const int r = (my_r + i) % pr, t = L.rank(r, c);
+        if (L.rows[r] == 0 || L.cols[c] == 0) continue;
+        timed_wait(a_recvs[r]);
+        if (t == me) {  // my own piece straight into my block
+          gemm_with_progress<T>(e, mloc, nloc, kr, alpha, a_ptr[r], a_ld[r], b_buf[slot].get(),
+                                kr, T(1), C, ldc, &poke);
+          continue;
+        }
+        T* piece = c_buf[slot].get() + at;
+        gemm_with_progress<T>(e, L.rows[r], L.cols[c], kr, alpha, a_ptr[r], a_ld[r],
+                              b_buf[slot].get(), kr, T(0), piece, L.rows[r], &poke);
+        comm.isend(piece, L.rows[r] * L.cols[c], t, kTagC, c_sends[slot]);
+        at += L.rows[r] * L.cols[c];
+      }
+    }
+    times.multiply = since(t1);
+
+    // ---- the last pieces in; every send done ----
+    const auto t2 = clock::now();
+    summer.finish();
+    for (int s = 0; s < 2; ++s) timed_wait(c_sends[s]), timed_wait(b_sends[s]);
+    timed_wait(a_sends);
+    times.combine = since(t2);
+    times.wait = wait;
+  } catch (const std::exception& x) {
+    std::fprintf(stderr, "distmm: the k-split failed on rank %d with messages in flight: %s\n",
+                 comm.rank(), x.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 }
 
 }  // namespace distmm

@@ -3,7 +3,7 @@
 // MPI_Testall between them let the double-buffered transfer advance during the multiply.
 #pragma once
 #include <algorithm>
-#include <vector>
+#include <cstddef>
 
 #include "../node/engine.hpp"
 #include "comm.hpp"
@@ -30,16 +30,7 @@ class HeldOutput {
 // 4.42 s, 8 calls 4.46 and 4.33 s, 16 calls 4.61 and 4.35 s.
 constexpr int kProgressPieces = 8;
 
-// Several request sets poked together (each MPI call progresses all of them in Open MPI, but a
-// set whose requests have completed makes none).
-struct PokeAll {
-  std::vector<Requests*> sets;
-  void poke() {
-    for (Requests* s : sets) s->poke();
-  }
-};
-
-// `pending`: a Requests or a PokeAll (anything with poke()), or null.
+// `pending`: a Requests or anything else with poke(), or null.
 template <class T, class Pending = Requests>
 void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, const T* A,
                         index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
@@ -65,6 +56,14 @@ void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, con
       if (pending) pending->poke();
     }
   }
+}
+
+// No transfers to progress.
+template <class T>
+void gemm_with_progress(Engine& e, index_t m, index_t n, index_t k, T alpha, const T* A,
+                        index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
+                        std::nullptr_t) {
+  gemm_with_progress<T, Requests>(e, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
 }
 
 }  // namespace distmm

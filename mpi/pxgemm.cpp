@@ -41,6 +41,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -717,8 +718,11 @@ void append_stats(const char* routine, int m, int n, int k, const std::string& a
 void report_phases(const char* name, const char* lower, int m, int n, int k,
                    const std::string& path, const std::string& algo, const Phases& ph, double sec,
                    bool verbose, const Comm& comm, bool root) {
+  // Whether to reduce is decided from the environment alone, the same on every rank (`verbose`
+  // depends on this process's first call, which differs between the ranks of a grid when some
+  // of them called on another grid before).
   const Settings& st = settings();
-  if (st.stats.empty() && !verbose) return;
+  if (st.stats.empty() && st.verbose == 0) return;
   double v[9] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup, ph.pack},
          mx[9];
   MPI_Reduce(v, mx, 9, MPI_DOUBLE, MPI_MAX, 0, comm.get());
@@ -788,14 +792,17 @@ bool try_ksplit(T alpha, const T* A, const int* Ad, const T* B, const int* Bd, T
     // rows, and B's rows that other process rows hold, for its columns.
     std::vector<index_t> ka(g.npcol, 0), kb(g.nprow, 0);
     for (const KRun& x : runs) ka[x.qa] += x.width, kb[x.qb] += x.width;
-    double summa = 0, ksplit = 0, bytes = 0;
+    double summa = 0;
     for (int t = 0; t < P; ++t) {
       const int r = t / g.npcol, c = t % g.npcol;
       summa = std::max(summa, double(rows[r]) * double(k - ka[c]) + double(cols[c]) * double(k - kb[r]));
-      ksplit = std::max(ksplit, ksplit_words(L, t));
-      bytes = std::max(bytes, ksplit_bytes(L, t, sizeof(T)));
     }
-    if (!(ksplit < kKSplitWords * summa) || bytes > double(gc.mem_limit)) return false;
+    // The k-split's words and bytes on this rank, the most over the grid (one small allreduce
+    // rather than every rank's counts on every rank, quadratic in P).
+    const int me = g.myrow * g.npcol + g.mycol;
+    double most[2] = {ksplit_words(L, me), ksplit_bytes(L, me, sizeof(T))};
+    MPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, gc.comm->get());
+    if (!(most[0] < kKSplitWords * summa) || most[1] > double(gc.mem_limit)) return false;
   }
   const Comm& comm = *gc.comm;
   const LocalSpans sp = local_spans(ar, bc, cr, cc, m, n, g);
@@ -971,6 +978,11 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
     ph.c_out = since(t1);
     report_phases(Names<T>::name, Names<T>::lower, m, n, k, "redistributed", plan.algo->name(),
                   ph, seconds(), verbose, comm, root);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "distmm: %s %d x %d x %d failed: out of memory on this process: run more "
+                 "processes, or set DISTMM_MEM_LIMIT (bytes per process) below what is free\n",
+                 Names<T>::name, m, n, k);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distmm: %s %d x %d x %d failed: %s\n", Names<T>::name, m, n, k, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -63,7 +63,9 @@ AlignedPtr<T> aligned_alloc_array(std::size_t n) {
   if (n > std::size_t(INT64_MAX) / sizeof(T)) throw std::bad_alloc();
   const std::size_t bytes = n * sizeof(T), align = bytes >= kHugePageMin ? kHugePage : 64;
   void* p = ::operator new[](bytes, std::align_val_t{align});
+#ifdef MADV_HUGEPAGE
   if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
   return AlignedPtr<T>(static_cast<T*>(p), AlignedDeleter<T>{align});
 }
 

@@ -4,10 +4,13 @@
 # LD_PRELOAD, and fails unless distmm answered every multiply (DISTMM_SCALAPACK_STATS), with
 # phase times, on 4+ ranks some in place on the BLACS grid and some redistributed.
 # DIRECT (default 1) is DISTMM_SCALAPACK_DIRECT: with 1 on 4+ ranks the k-dominant cases must
-# have run the k-split, with ksplit every aligned case does.
-#   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC [DIRECT]
+# have run the k-split, with ksplit every aligned case does. ARGS (e.g. `random SEED COUNT`)
+# go to the driver; then only the answers are checked, not which paths ran.
+#   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC [DIRECT [ARGS...]]
 set -euo pipefail
 mode=$1 np=$2 driver=$3 mpiexec=$4 direct=${5:-1}
+shift $(( $# < 5 ? $# : 5 ))
+args=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 stats=$work/stats.jsonl
@@ -16,7 +19,7 @@ preload=()
 case $mode in plain|linked) ;; *) preload=(-x LD_PRELOAD="$mode") ;; esac
 set +e
 timeout 300 "$mpiexec" -n "$np" --oversubscribe "${preload[@]}" -x DISTMM_SCALAPACK_MIN \
-  -x DISTMM_SCALAPACK_STATS -x DISTMM_VERBOSE -x DISTMM_SCALAPACK_DIRECT "$driver" > "$work/out.txt" 2>&1
+  -x DISTMM_SCALAPACK_STATS -x DISTMM_VERBOSE -x DISTMM_SCALAPACK_DIRECT "$driver" ${args[@]+"${args[@]}"} > "$work/out.txt" 2>&1
 rc=$?
 set -e
 cat "$work/out.txt"
@@ -32,7 +35,7 @@ else
   [ "${handed:-0}" -eq 0 ] || { echo "FAIL: calls handed to ScaLAPACK with DISTMM_SCALAPACK_MIN=0"; exit 1; }
   grep -q "answered by distmm" "$work/out.txt" || { echo "FAIL: no DISTMM_VERBOSE line"; exit 1; }
   grep -q '"phases":{' "$stats" || { echo "FAIL: no phase times in the statistics"; exit 1; }
-  if [ "$np" -ge 4 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
+  if [ "$np" -ge 4 ] && [ ${#args[@]} -eq 0 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
     grep -q '"path":"block-cyclic"' "$stats" || { echo "FAIL: no call ran on the block-cyclic layout"; exit 1; }
     grep -q '"path":"redistributed"' "$stats" || { echo "FAIL: no call was redistributed"; exit 1; }
     grep -q '"algorithm":"block-cyclic k-split"' "$stats" || { echo "FAIL: no call ran the k-split"; exit 1; }

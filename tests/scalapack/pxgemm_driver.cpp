@@ -4,6 +4,10 @@
 // plain (ScaLAPACK answers) and with LD_PRELOAD=libdistmm_scalapack.so (distmm answers), or
 // linked with distmm::scalapack.
 //   pxgemm_driver                     all cases that fit the rank count; exit 1 on any failure
+//   pxgemm_driver random SEED COUNT   COUNT seeded random cases that fit the rank count: every
+//                                     type, grid, transpose, blocking, source and offset, half
+//                                     of them with operands that line up (the in-place paths),
+//                                     some k-dominant, beta 0 with NaN in C
 //   pxgemm_driver bench M N K NB PR PC REPS [WARMUP]   time pdgemm_ (f64, alpha 1, beta 0):
 //                                     WARMUP untimed calls (default 1), then REPS timed ones
 #include <mpi.h>
@@ -13,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -255,7 +260,64 @@ std::vector<Case> cases() {
     c.ia = c.ic = 6, c.ja = c.ib = 30, c.jb = c.jc = 4, c.B.pad = 1;
     v.push_back(c);
   }
+  // Pieces of C above MPI's eager limit (the k-split's receive window and slot reuse then wait
+  // on posted receives), a 2 x 3 grid, and ranks without a share of k.
+  v.push_back({"aligned 2x2 pieces of 24 KiB", 'd', 2, 2, 'N', 'N', 128, 96, 2048, 1, 0.5, sq(128, 2048, 32, 64), sq(2048, 96, 64, 24), sq(128, 96, 32, 24)});
+  v.push_back({"aligned k-dominant 4x4 large pieces", 'd', 4, 4, 'N', 'N', 256, 200, 4096, 1, 0, sq(256, 4096, 32, 64), sq(4096, 200, 64, 25), sq(256, 200, 32, 25)});
+  v.push_back({"aligned c128 2x3", 'z', 2, 3, 'N', 'N', 30, 33, 900, cd(1, 1), cd(0.5, 0), sq(30, 900, 4, 32), sq(900, 33, 32, 5), sq(30, 33, 4, 5)});
+  v.push_back({"aligned 4x2 tiny k (ranks without a share of k)", 'd', 4, 2, 'N', 'N', 20, 18, 5, 1, 1, sq(20, 5, 3, 4), sq(5, 18, 4, 2), sq(20, 18, 3, 2)});
   v.push_back({"larger 2x2 (300^3)", 'd', 2, 2, 'N', 'T', 300, 300, 300, 1, 1, sq(300, 300, 64, 64), sq(300, 300, 64, 64), sq(300, 300, 64, 64)});
+  return v;
+}
+
+// Seeded random cases for np ranks (the same on every rank).
+std::vector<Case> random_cases(unsigned seed, int count, int np) {
+  std::mt19937 g(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
+  std::vector<Case> v;
+  for (int i = 0; i < count; ++i) {
+    Case c;
+    c.type = "sdcz"[pick(0, 3)];
+    do c.nprow = pick(1, 4), c.npcol = pick(1, 4); while (c.nprow * c.npcol > np);
+    const bool aligned = pick(0, 1) == 1;
+    c.ta = aligned ? 'N' : "NTC"[pick(0, 2)];
+    c.tb = aligned ? 'N' : "NTC"[pick(0, 2)];
+    if (c.type == 's' || c.type == 'd') {
+      if (c.ta == 'C') c.ta = 'T';
+      if (c.tb == 'C') c.tb = 'T';
+    }
+    c.m = pick(0, 9) == 0 ? pick(0, 1) : pick(1, 45);
+    c.n = pick(0, 9) == 0 ? pick(0, 1) : pick(1, 45);
+    c.k = pick(0, 9) == 0 ? 0 : pick(0, 3) == 0 ? pick(200, 700) : pick(1, 45);  // k-dominant
+    const double al[] = {1, -1, 0.5, 2, 0}, be[] = {0, 1, -0.5, 2};
+    c.alpha = cd(al[pick(0, 4)], c.type == 'c' || c.type == 'z' ? pick(-1, 1) : 0);
+    c.beta = cd(be[pick(0, 3)], c.type == 'c' || c.type == 'z' ? pick(-1, 1) : 0);
+    c.nan_c = c.beta == cd(0);
+    c.ia = pick(1, 5), c.ja = pick(1, 5), c.ib = pick(1, 5), c.jb = pick(1, 5);
+    c.ic = pick(1, 5), c.jc = pick(1, 5);
+    auto blk = [&] { return pick(0, 2) == 0 ? pick(1, 3) : pick(4, 40); };
+    const int am = c.ta == 'N' ? c.m : c.k, an = c.ta == 'N' ? c.k : c.m;
+    const int bm = c.tb == 'N' ? c.k : c.n, bn = c.tb == 'N' ? c.n : c.k;
+    auto dist = [&](int rows, int cols, int i0, int j0) {
+      Dist d{rows + i0 - 1 + pick(0, 4), cols + j0 - 1 + pick(0, 4), blk(), blk(),
+             pick(0, c.nprow - 1), pick(0, c.npcol - 1), pick(0, 3)};
+      d.M = std::max(d.M, 1), d.N = std::max(d.N, 1);
+      return d;
+    };
+    c.A = dist(am, an, c.ia, c.ja), c.B = dist(bm, bn, c.ib, c.jb), c.C = dist(c.m, c.n, c.ic, c.jc);
+    if (aligned) {  // one blocking: A's rows as C's, B's columns as C's, A's columns as B's rows
+      c.ia = c.ic, c.A.mb = c.C.mb, c.A.rsrc = c.C.rsrc;
+      c.jb = c.jc, c.B.nb = c.C.nb, c.B.csrc = c.C.csrc;
+      c.ib = c.ja, c.B.mb = c.A.nb;
+      c.A.M = std::max(c.A.M, c.ia - 1 + c.m), c.B.N = std::max(c.B.N, c.jb - 1 + c.n);
+      c.B.M = std::max(c.B.M, c.ib - 1 + c.k);
+    }
+    char name[96];
+    std::snprintf(name, sizeof name, "random %d: %c %dx%d %c%c %dx%dx%d%s", i, c.type, c.nprow,
+                  c.npcol, c.ta, c.tb, c.m, c.n, c.k, aligned ? " aligned" : "");
+    c.name = name;
+    v.push_back(c);
+  }
   return v;
 }
 
@@ -309,7 +371,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   int failed = 0, ran = 0;
-  for (const Case& cs : cases()) {
+  const bool random = argc > 3 && std::strcmp(argv[1], "random") == 0;
+  const auto all = random ? random_cases(unsigned(std::atoi(argv[2])), std::atoi(argv[3]), np) : cases();
+  for (const Case& cs : all) {
     if (cs.nprow * cs.npcol > np) continue;
     int ctxt;
     Cblacs_get(-1, 0, &ctxt);
@@ -329,7 +393,7 @@ int main(int argc, char** argv) {
     int total = 0;
     MPI_Allreduce(&bad, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     ++ran;
-    if (me == 0) std::printf("%-32s %s\n", cs.name.c_str(), total ? "FAIL" : "ok");
+    if (me == 0 && (!random || total)) std::printf("%-32s %s\n", cs.name.c_str(), total ? "FAIL" : "ok");
     if (total) ++failed;
   }
   if (me == 0) std::printf("%d cases, %d failed\n", ran, failed);
