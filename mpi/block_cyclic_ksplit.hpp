@@ -13,8 +13,8 @@
 //     gets the other rows from its column-mates (one message per part, sent in place when A's
 //     local rows are contiguous);
 //   - B's rows for that part live on one process row (per run of k): the rank fetches them,
-//     one process column's columns at a time, double-buffered, in a staggered order so that no
-//     rank serves two fetches at once;
+//     one process column's columns at a time, double-buffered, in a staggered order (on a
+//     square grid no rank serves two fetches of one step);
 //   - each fetched column block gives pr pieces of the partial C (one per process row's rows of
 //     A, kept in the order they arrived: rows and columns in process order, so each piece is
 //     exactly what one rank owns of C); they go straight to their owners while the next block
