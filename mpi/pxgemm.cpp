@@ -398,6 +398,40 @@ std::vector<std::pair<index_t, index_t>> index_runs(const std::vector<index_t>& 
   return runs;
 }
 
+// out (rows.size() x cols.size(), contiguous) = X(rows, cols): local indices, ld = ld.
+template <class T>
+void gather_runs(T* out, const T* X, index_t ld, const std::vector<index_t>& rows,
+                 const std::vector<index_t>& cols) {
+  const auto runs = index_runs(rows);
+  const index_t nr = index_t(rows.size());
+#pragma omp parallel for schedule(static) if (std::size_t(nr) * cols.size() > (std::size_t(1) << 18))
+  for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+    T* o = out + index_t(ci) * nr;
+    for (const auto& [r0, len] : runs)
+      std::memcpy(o, X + r0 + cols[ci] * ld, sizeof(T) * std::size_t(len)), o += len;
+  }
+}
+// X(rows, cols) = in (contiguous, as gather_runs writes it), or beta X(rows, cols) + in when
+// beta is given and not zero (beta zero: X is not read).
+template <class T>
+void scatter_runs(T* X, index_t ld, const T* in, const std::vector<index_t>& rows,
+                  const std::vector<index_t>& cols, const T* beta = nullptr) {
+  const auto runs = index_runs(rows);
+  const index_t nr = index_t(rows.size());
+  const bool assign = !beta || *beta == T(0);
+#pragma omp parallel for schedule(static) if (std::size_t(nr) * cols.size() > (std::size_t(1) << 18))
+  for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+    const T* i = in + index_t(ci) * nr;
+    for (const auto& [r0, len] : runs) {
+      T* x = X + r0 + cols[ci] * ld;
+      if (assign) std::memcpy(x, i, sizeof(T) * std::size_t(len));
+      else
+        for (index_t t = 0; t < len; ++t) x[t] = *beta * x[t] + i[t];
+      i += len;
+    }
+  }
+}
+
 
 struct Grid {
   int nprow, npcol, myrow, mycol;
@@ -436,13 +470,7 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
       for (index_t c : cols)
         for (index_t r : rows) *out++ = conj_if(X[c + r * lld], conj);
     } else {
-      const auto runs = index_runs(rows);
-      const index_t nr = index_t(rows.size());
-#pragma omp parallel for schedule(static) if (std::size_t(scount[d]) > (std::size_t(1) << 18))
-      for (std::size_t ci = 0; ci < cols.size(); ++ci) {
-        T* o = out + index_t(ci) * nr;
-        for (const auto& [r0, len] : runs) std::memcpy(o, X + r0 + cols[ci] * lld, sizeof(T) * std::size_t(len)), o += len;
-      }
+      gather_runs(out, X, lld, rows, cols);
     }
   }
   // Receive: from each grid process, my piece's elements it holds.
@@ -471,14 +499,7 @@ std::vector<T> to_layout(const T* X, index_t lld, bool trans, bool conj, const L
     const int sr = s / g.npcol, sc = s % g.npcol;
     const auto& rows = rb[dr.grid_rows ? sr : sc];
     const auto& cols = cb[dc.grid_rows ? sr : sc];
-    const T* in = rbuf.get() + rdispl[s];
-    const auto runs = index_runs(rows);
-    const index_t nr = index_t(rows.size());
-#pragma omp parallel for schedule(static) if (std::size_t(rcount[s]) > (std::size_t(1) << 18))
-    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
-      const T* i = in + index_t(ci) * nr;
-      for (const auto& [r0, len] : runs) std::memcpy(local.data() + r0 + cols[ci] * ld, i, sizeof(T) * std::size_t(len)), i += len;
-    }
+    scatter_runs(local.data(), ld, rbuf.get() + rdispl[s], rows, cols);
   }
   return local;
 }
@@ -507,14 +528,7 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
     const int sr = s / g.npcol, sc = s % g.npcol;
     const auto& rows = rb[dr.grid_rows ? sr : sc];
     const auto& cols = cb[dc.grid_rows ? sr : sc];
-    const auto runs = index_runs(rows);
-    const index_t nr = index_t(rows.size());
-    T* out = sbuf.get() + sdispl[s];
-#pragma omp parallel for schedule(static) if (std::size_t(scount[s]) > (std::size_t(1) << 18))
-    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
-      T* o = out + index_t(ci) * nr;
-      for (const auto& [r0, len] : runs) std::memcpy(o, Cp.data() + r0 + cols[ci] * ld, sizeof(T) * std::size_t(len)), o += len;
-    }
+    gather_runs(sbuf.get() + sdispl[s], Cp.data(), ld, rows, cols);
   }
   std::vector<std::vector<index_t>> rows_of(P), cols_of(P);
   std::size_t rtotal = 0;
@@ -528,25 +542,8 @@ void from_layout(const std::vector<T>& Cp, T beta, T* C, index_t lld, const Logi
   auto rbuf = aligned_alloc_array<T>(std::max<std::size_t>(rtotal, 1));
   MPI_Alltoallv(sbuf.get(), scount.data(), sdispl.data(), mpi_type<T>(), rbuf.get(),
                 rcount.data(), rdispl.data(), mpi_type<T>(), comm.get());
-  const bool zero = beta == T(0);
-  for (int d = 0; d < P; ++d) {
-    if (!rcount[d]) continue;
-    const T* in = rbuf.get() + rdispl[d];
-    const auto runs = index_runs(rows_of[d]);
-    const index_t nr = index_t(rows_of[d].size());
-    const auto& cols = cols_of[d];
-#pragma omp parallel for schedule(static) if (std::size_t(rcount[d]) > (std::size_t(1) << 18))
-    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
-      const T* i = in + index_t(ci) * nr;
-      for (const auto& [r0, len] : runs) {
-        T* x = C + r0 + cols[ci] * lld;
-        if (zero) std::memcpy(x, i, sizeof(T) * std::size_t(len));  // C is not read
-        else
-          for (index_t t = 0; t < len; ++t) x[t] = beta * x[t] + i[t];
-        i += len;
-      }
-    }
-  }
+  for (int d = 0; d < P; ++d)
+    if (rcount[d]) scatter_runs(C, lld, rbuf.get() + rdispl[d], rows_of[d], cols_of[d], &beta);
 }
 
 // sub(C) = beta sub(C) on this process's part (beta = 0: zeros, C not read).
