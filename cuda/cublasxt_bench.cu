@@ -20,13 +20,7 @@
 namespace distmm {
 namespace {
 
-struct XtHandle {
-  cublasXtHandle_t h = nullptr;
-  XtHandle() { cublas_check(cublasXtCreate(&h), "cublasXtCreate"); }
-  ~XtHandle() { cublasXtDestroy(h); }
-  XtHandle(const XtHandle&) = delete;
-  XtHandle& operator=(const XtHandle&) = delete;
-};
+using XtHandle = LibraryHandle<cublasXtHandle_t, cublasXtCreate, cublasXtDestroy>;
 
 struct XtTiming {
   double ms;
@@ -51,14 +45,14 @@ XtTiming xt_median_ms(const XtBenchOptions& o, long long n, int gpus) {
   XtHandle xt;
   std::vector<int> ids(std::size_t(gpus), 0);
   for (int g = 0; g < gpus; ++g) ids[std::size_t(g)] = g;
-  cublas_check(cublasXtDeviceSelect(xt.h, gpus, ids.data()), "cublasXtDeviceSelect");
+  cublas_check(cublasXtDeviceSelect(xt.get(), gpus, ids.data()), "cublasXtDeviceSelect");
   const T one = 1, zero = 0;
   auto call = [&] {
     if constexpr (std::is_same_v<T, float>)
-      cublas_check(cublasXtSgemm(xt.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A.get(), n, B.get(), n, &zero,
+      cublas_check(cublasXtSgemm(xt.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A.get(), n, B.get(), n, &zero,
                                  C.get(), n), "cublasXtSgemm");
     else
-      cublas_check(cublasXtDgemm(xt.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A.get(), n, B.get(), n, &zero,
+      cublas_check(cublasXtDgemm(xt.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A.get(), n, B.get(), n, &zero,
                                  C.get(), n), "cublasXtDgemm");
   };
   auto timed = [&] {
@@ -71,12 +65,12 @@ XtTiming xt_median_ms(const XtBenchOptions& o, long long n, int gpus) {
     double fastest = 1e300;
     for (int dim : {1024, 2048, 4096, 8192}) {
       if (dim > n) continue;
-      cublas_check(cublasXtSetBlockDim(xt.h, dim), "cublasXtSetBlockDim");
+      cublas_check(cublasXtSetBlockDim(xt.get(), dim), "cublasXtSetBlockDim");
       const double t = timed();
       if (t < fastest) fastest = t, best = dim;
     }
   }
-  cublas_check(cublasXtSetBlockDim(xt.h, std::max(best, 64)), "cublasXtSetBlockDim");
+  cublas_check(cublasXtSetBlockDim(xt.get(), std::max(best, 64)), "cublasXtSetBlockDim");
   call();  // warm-up
   std::vector<double> ms;
   for (int r = 0; r < o.repeat; ++r) ms.push_back(timed());

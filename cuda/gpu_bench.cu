@@ -124,18 +124,18 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
   // Reference: f32, cuBLAS DGEMM on the (rounded) inputs; f64, double-double sampled rows
   // (none with --no-error: the f32 reference needs 3 n^2 doubles, 103 GB at n = 65536).
   DeviceBuffer<double> ref(o.error ? (std::is_same_v<T, double> ? sample_rows(n) * n : n2) : 1);
-  if (!o.error) {
-  } else if constexpr (std::is_same_v<T, double>) {
-    const long long rows = sample_rows(n);
-    DeviceBuffer<double> As(rows * n);
-    gather_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, A.get(), As.get());
-    dd_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, As.get(), B.get(), ref.get());
-    cuda_check(cudaStreamSynchronize(s), "sync");
-  } else {
-    DeviceBuffer<double> Ad(n2), Bd(n2);
-    to_double_kernel<T><<<1024, 256, 0, s>>>(n2, A.get(), Ad.get());
-    to_double_kernel<T><<<1024, 256, 0, s>>>(n2, B.get(), Bd.get());
-    cubd->gemm_device(Op::N, Op::N, n, n, n, 1.0, Ad.get(), n, Bd.get(), n, 0.0, ref.get(), n);
+  if (o.error) {
+    if constexpr (std::is_same_v<T, double>) {
+      const long long rows = sample_rows(n);
+      DeviceBuffer<double> As(rows * n);
+      gather_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, A.get(), As.get());
+      dd_rows<<<unsigned(n), kSampleRows, 0, s>>>(n, rows, As.get(), B.get(), ref.get());
+    } else {
+      DeviceBuffer<double> Ad(n2), Bd(n2);
+      to_double_kernel<T><<<1024, 256, 0, s>>>(n2, A.get(), Ad.get());
+      to_double_kernel<T><<<1024, 256, 0, s>>>(n2, B.get(), Bd.get());
+      cubd->gemm_device(Op::N, Op::N, n, n, n, 1.0, Ad.get(), n, Bd.get(), n, 0.0, ref.get(), n);
+    }
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
 

@@ -237,6 +237,11 @@ struct EstimateAccumulator {
   }
 };
 
+// The memory an algorithm sizes its steps or grid within, bytes per rank: in a device-resident
+// run the GPU's share (device_limit, what is left after the operands, plus this rank's 1/P of
+// A, B and C), else --mem-limit or the node's memory over its ranks.
+double plan_memory_limit(const Comm& world, GemmShape s, const AlgoOptions& o);
+
 std::vector<std::string> algorithm_names();  // including "auto"
 // Throws UsageError when the world's rank count does not fit, naming the valid counts.
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,

@@ -6,6 +6,7 @@
 #include "caps.hpp"
 #include "cost_model.hpp"
 #include "grid.hpp"
+#include "../src/core/system.hpp"
 
 namespace distmm {
 namespace {
@@ -57,6 +58,13 @@ std::optional<CapsSteps> parse_caps_steps(std::string_view text) {
     steps.push_back(static_cast<CapsStep>(c));
   }
   return steps;
+}
+
+double plan_memory_limit(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  if (o.device_resident && o.device_limit > 0)
+    return double(o.device_limit) + (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) *
+                                        double(size_of(o.dtype)) / std::max(world.size(), 1);
+  return double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
 }
 
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,

@@ -957,14 +957,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // subproblem 4x before the memory-hungry BFS steps) until the estimate fits; then up to two
     // more DFS steps as candidates (each saves 1/8 of the multiplications and costs additions
     // and leaf messages), of which the cost model picks.
-    std::size_t limit = o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world));
-    if (o.device_resident && o.device_limit > 0) {
-      // A device-resident run keeps its blocks and buffers on the GPU: the GPU's share decides
-      // (device_limit is what is left of it after the operands' blocks).
-      const double operands =
-          (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) * double(size_of(dt)) / P;
-      limit = o.device_limit + static_cast<std::size_t>(operands);
-    }
+    const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
     int d = 0;
     auto with_dfs = [&](int dfs) {
       CapsSteps st(dfs, CapsStep::dfs);
@@ -972,7 +965,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       return st;
     };
     for (; d < 8; ++d)
-      if (!engine || caps_peak_words(s, P, with_dfs(d), *engine, dt) * double(size_of(dt)) <= double(limit)) break;
+      if (!engine || caps_peak_words(s, P, with_dfs(d), *engine, dt) * double(size_of(dt)) <= limit) break;
     const index_t smallest = std::min({s.m, s.n, s.k});
     for (int extra = 0; extra <= 2; ++extra)
       if (extra == 0 || (smallest >> (d + extra + k7)) >= 64)  // leaves of at least 64

@@ -236,9 +236,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     if (!active_) return;
     prepare_device(sp);
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
-    const index_t kmax = step_size(l_, 0);
     const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
-    (void)kmax;
     const index_t wc_max = share(nj, g_.pk, 0);  // padded part width (the first part is the largest)
     reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     // which: 0 A gathered, 1 A padded, 2 A sent, 3 B gathered, 4 B padded, 5 B sent
@@ -301,14 +299,12 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     if (!reduce_c) return;
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
     const T* send = cp;
+    sp.comm_waits_for_compute();
     if (nj % g_.pk != 0) {  // parts padded to the widest
-      sp.comm_waits_for_compute();
       for (int q = 0; q < g_.pk; ++q)
         sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
                 std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
       send = device_buffer<T>(13);
-    } else {
-      sp.comm_waits_for_compute();
     }
     dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
     sp.compute_waits_for_comm();
@@ -397,11 +393,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   const int P = world.size();
   const std::size_t elem = size_of(o.dtype);
   const MachineModel mm = machine_model(world);
-  double limit = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
-  // Device-resident: the GPU's share (its buffers' limit plus this rank's 1/P of the operands).
-  if (o.device_resident && o.device_limit > 0)
-    limit = double(o.device_limit) +
-            (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) * double(elem) / std::max(P, 1);
+  const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
   if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
     CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
     if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)

@@ -1,7 +1,5 @@
 #include "device_space.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -332,12 +330,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     for (std::size_t i = 0; i < ny; ++i) y[i] += hy[i];
     for (index_t i = 0; i < rows; ++i) ya[i] += hy[ny + std::size_t(i)];
   }
-  std::size_t free_bytes() const override {
-    std::size_t free = 0, total = 0;
-    cudaSetDevice(device_);
-    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
-    return free;
-  }
+  std::size_t free_bytes() const override { return engine_.device_free_bytes(); }
   std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const override {
     return engine_.workspace_bytes(m, n, k, dt);
   }
@@ -425,9 +418,7 @@ int ranks_sharing_gpu(const Comm& world) {
   if (cudaGetDevice(&device) == cudaSuccess) {
     char bus[32] = {};
     cudaDeviceGetPCIBusId(bus, sizeof bus, device);
-    char host[64] = {};
-    gethostname(host, sizeof host - 1);
-    std::snprintf(id, sizeof id, "%s/%s", host, bus);
+    std::snprintf(id, sizeof id, "%s/%s", host_name().c_str(), bus);
   }
   std::vector<char> ids(sizeof id * std::size_t(world.size()));
   MPI_Allgather(id, sizeof id, MPI_CHAR, ids.data(), sizeof id, MPI_CHAR, world.get());

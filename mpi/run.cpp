@@ -364,7 +364,6 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     } else {
       v = verify_freivalds_device(sp, A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
                                   o.seed + 1000003, tol, world);
-      v.method = "freivalds (on the GPU)";
     }
     record_verdict(v, world, rec);
   }

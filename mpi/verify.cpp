@@ -125,7 +125,9 @@ VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix&
                    xp == 2, xa.data() + gc, yd + gr * yp, ya.data() + gr);
     });
   };
-  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
+  VerifyResult res = freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
+  res.method = "freivalds (on the GPU)";
+  return res;
 }
 
 template <class T>
