@@ -35,7 +35,7 @@ struct MatrixView {
 // of kHugePageMin bytes or more start on a 2 MiB boundary and ask for transparent huge pages:
 // a fresh buffer's first touch (a page fault and the kernel's zeroing per page) then costs
 // about 0.6x; measured with 16 processes touching 512 MiB each at once on the H100 host (THP
-// "madvise"): 0.20-0.33 s against 0.31-0.40 s, a copy into the fresh buffer 0.15-0.33 s
+// "madvise"): 0.18-0.33 s against 0.31-0.40 s, a copy into the fresh buffer 0.25-0.33 s
 // against 0.38-0.55 s (a warm copy: 0.05-0.11 s).
 inline constexpr std::size_t kHugePageMin = std::size_t(4) << 20;
 inline constexpr std::size_t kHugePage = std::size_t(2) << 20;
