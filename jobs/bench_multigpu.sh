@@ -19,7 +19,8 @@
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
 # DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), BENCH_JSON (JSON lines, default a
-# temporary file), MPIRUN (default: mpirun with root and oversubscription allowed).
+# temporary file), MPIRUN (default: mpirun with root and oversubscription allowed), TABLE_ONLY=1
+# (run nothing: print the tables of BENCH_JSON's lines).
 # Through the device tool: build here into a folder, carry it and .device, and run
 #   source .device/env.sh && DISTMM_BIN=.bin/distmm bash jobs/bench_multigpu.sh
 set -euo pipefail
@@ -27,19 +28,22 @@ cd "$(dirname "$0")/.."
 f32_sizes=${1:-"32768 49152"}
 f64_sizes=${2:-"16384 32768"}
 bin=${DISTMM_BIN:-build/distmm}
-[ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
+table_only=${TABLE_ONLY:-}
+[ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
 repeat=${REPEAT:-3}
 algo=${ALGO:-summa}
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NVLink multicast off (it misbehaves on these hosts)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=${MPIRUN:-"mpirun --oversubscribe --bind-to none"}
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-[ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
-ranks=""
-for p in 1 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks $p"; done
-echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo; JSON lines: $out"
-"$bin" info | grep -iE "nccl|gpu" || true
+if [ -z "$table_only" ]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  [ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
+  ranks=""
+  for p in 1 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks $p"; done
+  echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo; JSON lines: $out"
+  "$bin" info | grep -iE "nccl|gpu" || true
+fi
 
 quiet() { grep -v pmix || true; }
 runs() {  # runs P ENGINE DTYPE ALGO [run options]: one distmm run, its JSON line appended
@@ -49,7 +53,9 @@ runs() {  # runs P ENGINE DTYPE ALGO [run options]: one distmm run, its JSON lin
     --quiet --json "$out" "$@" 2>&1 | quiet
 }
 mode=${MODE:-gpus}
-if [ "$mode" = gpus ]; then
+if [ -n "$table_only" ]; then
+  :  # the tables of the JSON lines already in BENCH_JSON (e.g. several jobs' lines joined)
+elif [ "$mode" = gpus ]; then
   for dt in f32 f64; do
     sizes=$f32_sizes
     [ "$dt" = f64 ] && sizes=$f64_sizes

@@ -44,6 +44,16 @@ class Summa final : public AlgorithmBase<Summa> {
       };
       while (o.device_limit > 0 && width_ > 256 && bytes(width_) > double(o.device_limit))
         width_ = (width_ + 1) / 2;
+      // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
+      // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
+      // GPU's whole product. The gather is not overlapped with a product: a small price over NVLink.
+      const bool along_rows = pc > 1, along_cols = pr > 1;
+      const double whole = double((along_rows ? mi * s.k : 0) + (along_cols ? (s.k + pkb_.max_size()) * nj : 0)) *
+                               size_of(o.dtype) +
+                           (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
+      whole_k_ = o.engine && o.engine->prefers_whole_k() && (along_rows || along_cols) &&
+                 (o.device_limit == 0 || whole <= double(o.device_limit));
+      if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
     // Panels never straddle an owner boundary of A's columns or B's rows.
     index_t k0 = 0;
@@ -58,7 +68,7 @@ class Summa final : public AlgorithmBase<Summa> {
   std::string name() const override { return "summa"; }
   std::string layout() const override {
     return grid_.shape() + " grid, " + std::to_string(panels_.size()) + " panels of <= " +
-           std::to_string(width_);
+           std::to_string(width_) + (whole_k_ ? ", gathered into one whole-k product" : "");
   }
   const Piece& piece_a() const override { return pa_; }
   const Piece& piece_b() const override { return pb_; }
@@ -129,8 +139,14 @@ class Summa final : public AlgorithmBase<Summa> {
     if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
   // Two panels each of A (when broadcast along rows) and of B (along columns).
+  // Whole-k: A's row of blocks, B's column of blocks and one panel of B to receive into.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), w = std::min(width_, s_.k);
+    if (whole_k_) {
+      const std::size_t e = size_of(dt);
+      return {grid_.dim(1) > 1 ? std::size_t(mi * s_.k) * e : 0, grid_.dim(0) > 1 ? std::size_t(s_.k * nj) * e : 0,
+              grid_.dim(0) > 1 ? std::size_t(pkb_.max_size() * nj) * e : 0};
+    }
     const std::size_t a = grid_.dim(1) > 1 ? std::size_t(mi * w) * size_of(dt) : 0,
                       b = grid_.dim(0) > 1 ? std::size_t(w * nj) * size_of(dt) : 0;
     return {a, a, b, b};
@@ -149,6 +165,7 @@ class Summa final : public AlgorithmBase<Summa> {
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
     const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
     reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
+    if (whole_k_) return run_device_whole_k(sp, alpha, A, B, beta, C);
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
     T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     StepOperands<T> ops[2];
@@ -189,6 +206,43 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
  private:
+  // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
+  // buffer, since its rows are strided in B's column of blocks), then one product.
+  template <class T>
+  void run_device_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                          MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), k = s_.k;
+    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
+    T* afull = along_rows ? device_buffer<T>(0) : nullptr;
+    T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
+    T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
+    sp.comm_waits_for_compute();  // the operands are ready
+    const int steps = static_cast<int>(panels_.size()) + 1;
+    for (std::size_t t = 0; t < panels_.size(); ++t) {
+      const Panel& p = panels_[t];
+      if (along_rows) {
+        T* dst = afull + p.k0 * mi;
+        if (j == p.owner_col) sp.copy(dst, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        dev_row_->broadcast(dst, mi * p.width, p.owner_col);
+      }
+      if (along_cols) {
+        if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
+        sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+      }
+      step_done(static_cast<int>(t + 1), steps);
+    }
+    sp.compute_waits_for_comm();  // every panel arrived
+    const T* a = along_rows ? afull : A.data;
+    const T* b = along_cols ? bfull : B.data;
+    sp.gemm<T>(Op::N, Op::N, mi, nj, k, alpha, a, std::max<index_t>(along_rows ? mi : A.ld, 1), b,
+               std::max<index_t>(along_cols ? k : B.ld, 1), beta, C.data, C.ld);
+    step_done(steps, steps);
+  }
+
   GemmShape s_;
   CartGrid grid_;
   Comm row_, col_;
@@ -196,6 +250,7 @@ class Summa final : public AlgorithmBase<Summa> {
   Partition1D pm_, pn_, pka_, pkb_;
   Piece pa_, pb_, pc_;
   index_t width_ = 512;
+  bool whole_k_ = false;  // device-resident, Strassen-like engine: one gathered product
   std::vector<Panel> panels_;
 };
 

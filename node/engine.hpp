@@ -95,6 +95,9 @@ class Engine {
   // asynchronously): the caller's thread is then free, e.g. to progress MPI transfers, and the
   // operands were already consumed (copied) when the call returned.
   virtual bool overlaps_host() const { return false; }
+  // True for Strassen-like engines: every split of k repeats their addition passes and shrinks
+  // their leaves, so an algorithm should hand them whole-k products where memory allows.
+  virtual bool prefers_whole_k() const { return false; }
   // What the engine chose (levels, tile sizes), for the report.
   virtual std::string describe() const { return name(); }
 };
