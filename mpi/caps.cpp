@@ -956,20 +956,29 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // As in CAPS: all k BFS steps if memory allows, else DFS steps first (each cuts the
     // subproblem 4x before the memory-hungry BFS steps) until the estimate fits; then up to two
     // more DFS steps as candidates (each saves 1/8 of the multiplications and costs additions
-    // and leaf messages), of which the cost model picks.
+    // and leaf messages), of which the cost model picks. The extra steps go either on top or
+    // below the BFS steps: below, where a rank holds its subproblem alone, a DFS step is local
+    // work with no message at all (on the 32-core host, P = 7 x 4 threads, f64 16384: BD 7.9 s,
+    // B 9.0 s; docs/performance.md).
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
     int d = 0;
-    auto with_dfs = [&](int dfs) {
-      CapsSteps st(dfs, CapsStep::dfs);
+    auto with_dfs = [&](int top, int below) {
+      CapsSteps st(top, CapsStep::dfs);
       st.insert(st.end(), k7, CapsStep::bfs);
+      st.insert(st.end(), below, CapsStep::dfs);
       return st;
     };
+    auto fits = [&](const CapsSteps& st) {
+      return !engine || caps_peak_words(s, P, st, *engine, dt) * double(size_of(dt)) <= limit;
+    };
     for (; d < 8; ++d)
-      if (!engine || caps_peak_words(s, P, with_dfs(d), *engine, dt) * double(size_of(dt)) <= limit) break;
+      if (fits(with_dfs(d, 0))) break;
     const index_t smallest = std::min({s.m, s.n, s.k});
-    for (int extra = 0; extra <= 2; ++extra)
-      if (extra == 0 || (smallest >> (d + extra + k7)) >= 64)  // leaves of at least 64
-        sequences.push_back(with_dfs(d + extra));
+    for (int extra = 0; extra <= 2; ++extra) {
+      if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
+      sequences.push_back(with_dfs(d + extra, 0));
+      if (extra > 0 && k7 > 0 && fits(with_dfs(d, extra))) sequences.push_back(with_dfs(d, extra));
+    }
   }
   std::vector<const BilinearFormula*> formulas;
   if (o.formula) formulas.push_back(o.formula);

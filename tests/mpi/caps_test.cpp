@@ -101,6 +101,16 @@ TEST(Caps, AutoWeighsCapsUnderAMeasuredModelOnly) {
   auto [slow_flops, why1] = choose(true, 1e8, 1e13, true);
   EXPECT_EQ(slow_flops, "caps") << why1;
   EXPECT_NE(why1.find("caps steps and formula by the cost model"), std::string::npos) << why1;
+  // Where each rank holds its subproblem alone after the BFS steps (P = 7^k), the extra DFS steps
+  // that slow multiplies call for go below them: there they move no word.
+  if (P == 7 || P == 49) {
+    const std::size_t star = why1.find(" *", why1.find("caps steps and formula"));  // the chosen one
+    ASSERT_NE(star, std::string::npos) << why1;
+    const std::string pick = why1.substr(star + 2, why1.find(' ', star + 2) - star - 2);
+    const std::string bfs(std::size_t(bfs_steps_for(P)), 'B');
+    EXPECT_EQ(pick.rfind(bfs, 0), 0u) << why1;
+    EXPECT_EQ(pick.back(), 'D') << why1;
+  }
   auto [slow_memory, why2] = choose(true, 1e13, 1e6, true);
   EXPECT_NE(slow_memory, "caps") << why2;
   EXPECT_NE(why2.find("caps "), std::string::npos) << "caps was weighed: " << why2;
