@@ -720,22 +720,30 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
   // of them called on another grid before).
   const Settings& st = settings();
   if (st.stats.empty() && st.verbose == 0) return;
-  double v[9] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup, ph.pack},
-         mx[9];
-  MPI_Reduce(v, mx, 9, MPI_DOUBLE, MPI_MAX, 0, comm.get());
+  // Maxima and (as maxima of the negated values, in the same reduction) minima over the ranks:
+  // the spread of equal products between ranks is what a shared host costs a call.
+  double v[18] = {ph.a, ph.b, ph.c_in, ph.multiply, ph.wait, ph.c_out, sec, ph.setup, ph.pack}, r[18];
+  for (int i = 0; i < 9; ++i) v[9 + i] = -v[i];
+  MPI_Reduce(v, r, 18, MPI_DOUBLE, MPI_MAX, 0, comm.get());
   if (!root) return;
+  const double* mx = r;
+  double mn[9];
+  for (int i = 0; i < 9; ++i) mn[i] = -r[9 + i];
   if (verbose)
     std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = setup %.3f, redistribute "
-                 "A %.3f, B %.3f, C in %.3f, pack %.3f, multiply %.3f (waiting for panels "
-                 "%.3f), redistribute C out %.3f (max over ranks)\n", name, m, n, k,
-                 path.c_str(), algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[8], mx[3],
+                 "A %.3f, B %.3f, C in %.3f, pack %.3f, multiply %.3f (fastest rank %.3f; waiting "
+                 "for panels %.3f), redistribute C out %.3f (max over ranks)\n", name, m, n, k,
+                 path.c_str(), algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[8], mx[3], mn[3],
                  mx[4], mx[5]);
-  append_stats(lower, m, n, k, algo, sec, false,
-               {{"path", path},
-                {"phases", {{"setup", mx[7]}, {"redistribute_a", mx[0]}, {"redistribute_b", mx[1]},
-                            {"redistribute_c_in", mx[2]}, {"pack", mx[8]}, {"multiply", mx[3]},
-                            {"multiply_waiting", mx[4]}, {"redistribute_c_out", mx[5]},
-                            {"seconds_max", mx[6]}}}});
+  auto phases = [&](const double* x) {
+    return nlohmann::json{{"setup", x[7]}, {"redistribute_a", x[0]}, {"redistribute_b", x[1]},
+                          {"redistribute_c_in", x[2]}, {"pack", x[8]}, {"multiply", x[3]},
+                          {"multiply_waiting", x[4]}, {"redistribute_c_out", x[5]}, {"seconds", x[6]}};
+  };
+  nlohmann::json most = phases(mx);
+  most["seconds_max"] = mx[6];  // (the name earlier statistics lines carry)
+  most.erase("seconds");
+  append_stats(lower, m, n, k, algo, sec, false, {{"path", path}, {"phases", most}, {"phases_min", phases(mn)}});
 }
 
 // This rank's rows of sub(A) and sub(C) and columns of sub(B) and sub(C), as local spans.

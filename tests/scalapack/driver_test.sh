@@ -35,6 +35,15 @@ else
   [ "${handed:-0}" -eq 0 ] || { echo "FAIL: calls handed to ScaLAPACK with DISTMM_SCALAPACK_MIN=0"; exit 1; }
   grep -q "answered by distmm" "$work/out.txt" || { echo "FAIL: no DISTMM_VERBOSE line"; exit 1; }
   grep -q '"phases":{' "$stats" || { echo "FAIL: no phase times in the statistics"; exit 1; }
+  grep -q '"phases_min":{' "$stats" || { echo "FAIL: no fastest-rank phase times in the statistics"; exit 1; }
+  python3 - "$stats" <<'PY' || { echo "FAIL: a phase's minimum over the ranks exceeds its maximum"; exit 1; }
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    lo, hi = r.get("phases_min"), r.get("phases")
+    if lo and any(v > hi["seconds_max" if k == "seconds" else k] + 1e-12 for k, v in lo.items()):
+        sys.exit(1)
+PY
   if [ "$np" -ge 4 ] && [ ${#args[@]} -eq 0 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
     grep -q '"path":"block-cyclic"' "$stats" || { echo "FAIL: no call ran on the block-cyclic layout"; exit 1; }
     grep -q '"path":"redistributed"' "$stats" || { echo "FAIL: no call was redistributed"; exit 1; }
