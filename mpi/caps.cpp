@@ -607,9 +607,11 @@ class Caps final : public AlgorithmBase<Caps> {
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
     auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len()), sub_c = buffer<T>(ch.c_len());
-    if (ch.steps == 0 && ch.P == 1 && !e.overlaps_host()) {
+    if (ch.steps == 0 && ch.P == 1 && !e.overlaps_host() && !e.prefers_whole_k()) {
       // The subproblem is this rank's own leaf: its products start on the pieces that have
-      // arrived while the others are still on their way.
+      // arrived while the others are still on their way. (Not for a Strassen-like engine: 49
+      // block products would cost it its levels. On the 32-core host, P = 7 x 4, f64 16384, the
+      // winograd engine's one level in blocks took 9.4 s where a DFS step below the BFS took 7.9.)
       arriving_leaf<T>(e, st, depth, peers, s.get(), qa, t.get(), qb, sub_a.get(), sub_b.get(), sub_c.get(), wa, wb, g);
       s.reset(), t.reset();
     } else {
