@@ -205,7 +205,10 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   // From the levels that ran, in any call so far, never from those asked for.
   double error_growth() const override { return std::pow(12.0, levels_run_); }
   int levels_run() const override { return levels_run_; }
-  bool prefers_whole_k() const override { return this->o_.levels != 0; }
+  // The automatic levels are a function of the shape alone: the same on every rank.
+  bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const override {
+    return levels_for(m, n, k, dispatch(dt, [](auto tag) { return sizeof(real_t<typename decltype(tag)::type>); })) > 0;
+  }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
     const int L = levels_for(m, n, k, dispatch(dt, [](auto tag) { return sizeof(real_t<typename decltype(tag)::type>); }));
     const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;

@@ -29,6 +29,7 @@ f32_sizes=${1:-"32768 49152"}
 f64_sizes=${2:-"16384 32768"}
 bin=${DISTMM_BIN:-build/distmm}
 table_only=${TABLE_ONLY:-}
+[ -z "$table_only" ] || [ -s "${BENCH_JSON:-}" ] || { echo "bench_multigpu.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
 repeat=${REPEAT:-3}
 algo=${ALGO:-summa}

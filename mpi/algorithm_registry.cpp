@@ -64,7 +64,10 @@ double plan_memory_limit(const Comm& world, GemmShape s, const AlgoOptions& o) {
   if (o.device_resident && o.device_limit > 0)
     return double(o.device_limit) + (double(s.m) * s.k + double(s.k) * s.n + double(s.m) * s.n) *
                                         double(size_of(o.dtype)) / std::max(world.size(), 1);
-  return double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
+  // The least over the ranks: each rank's own figure (MemAvailable, or the drop-in's per-rank
+  // limit) differs, and ranks that planned with different limits would build different plans.
+  const double mine = double(o.mem_limit ? o.mem_limit : available_memory_bytes() / std::max(1, node_local_size(world)));
+  return -world.allreduce_max_uncounted(-mine);
 }
 
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,

@@ -17,6 +17,7 @@
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
 // (all rows x the rank's column chunks) are copied in and out of the Z-ordered buffers.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -607,7 +608,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
     auto sub_a = buffer<T>(ch.a_len()), sub_b = buffer<T>(ch.b_len()), sub_c = buffer<T>(ch.c_len());
-    if (ch.steps == 0 && ch.P == 1 && !e.overlaps_host() && !e.prefers_whole_k()) {
+    if (ch.steps == 0 && ch.P == 1 && !e.overlaps_host() && !e.prefers_whole_k(st.lm(), st.ln(), st.lk(), dtype_of<T>())) {
       // The subproblem is this rank's own leaf: its products start on the pieces that have
       // arrived while the others are still on their way. (Not for a Strassen-like engine: 49
       // block products would cost it its levels. On the 32-core host, P = 7 x 4, f64 16384, the
@@ -970,16 +971,24 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       st.insert(st.end(), below, CapsStep::dfs);
       return st;
     };
-    auto fits = [&](const CapsSteps& st) {
-      return !engine || caps_peak_words(s, P, st, *engine, dt) * double(size_of(dt)) <= limit;
-    };
-    for (; d < 8; ++d)
-      if (fits(with_dfs(d, 0))) break;
+    // Every rank must keep the same candidates (each one builds communicators), and an engine's
+    // workspace estimate may rest on this process's own timing (a CPU engine's automatic
+    // levels): the estimates of every sequence weighed, their largest over the ranks decide.
+    constexpr int kTop = 8, kBelow = 3;
+    std::array<double, kTop * kBelow> need{};
+    if (engine)
+      for (int t = 0; t < kTop; ++t)
+        for (int b = 0; b < kBelow; ++b)
+          need[std::size_t(t * kBelow + b)] = caps_peak_words(s, P, with_dfs(t, b), *engine, dt) * double(size_of(dt));
+    MPI_Allreduce(MPI_IN_PLACE, need.data(), int(need.size()), MPI_DOUBLE, MPI_MAX, world.get());
+    auto fits = [&](int top, int below) { return need[std::size_t(top * kBelow + below)] <= limit; };
+    for (; d < kTop - 1; ++d)
+      if (fits(d, 0)) break;
     const index_t smallest = std::min({s.m, s.n, s.k});
-    for (int extra = 0; extra <= 2; ++extra) {
+    for (int extra = 0; extra < kBelow; ++extra) {
       if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
       sequences.push_back(with_dfs(d + extra, 0));
-      if (extra > 0 && k7 > 0 && fits(with_dfs(d, extra))) sequences.push_back(with_dfs(d, extra));
+      if (extra > 0 && k7 > 0 && fits(d, extra)) sequences.push_back(with_dfs(d, extra));
     }
   }
   std::vector<const BilinearFormula*> formulas;

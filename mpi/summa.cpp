@@ -51,7 +51,7 @@ class Summa final : public AlgorithmBase<Summa> {
       const double whole = double((along_rows ? mi * s.k : 0) + (along_cols ? (s.k + pkb_.max_size()) * nj : 0)) *
                                size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
-      whole_k_ = o.engine && o.engine->prefers_whole_k() && (along_rows || along_cols) &&
+      whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (along_rows || along_cols) &&
                  (o.device_limit == 0 || whole <= double(o.device_limit));
       if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
@@ -76,7 +76,10 @@ class Summa final : public AlgorithmBase<Summa> {
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
     index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
-    index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + 2 * (mi * w + w * nj);
+    const index_t buffers = whole_k_ ? (grid_.dim(1) > 1 ? mi * s_.k : 0) +
+                                           (grid_.dim(0) > 1 ? (s_.k + pkb_.max_size()) * nj : 0)
+                                     : 2 * (mi * w + w * nj);
+    index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
     return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
   }
 

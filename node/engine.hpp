@@ -95,9 +95,14 @@ class Engine {
   // asynchronously): the caller's thread is then free, e.g. to progress MPI transfers, and the
   // operands were already consumed (copied) when the call returned.
   virtual bool overlaps_host() const { return false; }
-  // True for Strassen-like engines: every split of k repeats their addition passes and shrinks
-  // their leaves, so an algorithm should hand them whole-k products where memory allows.
-  virtual bool prefers_whole_k() const { return false; }
+  // True where a Strassen-like engine would recurse on this product: every split of k repeats
+  // its addition passes and shrinks its leaves, so an algorithm should hand it whole-k
+  // products where memory allows. The same answer on every rank for the same arguments (a
+  // collective plan may rest on it).
+  virtual bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const {
+    (void)m, (void)n, (void)k, (void)dt;
+    return false;
+  }
   // What the engine chose (levels, tile sizes), for the report.
   virtual std::string describe() const { return name(); }
 };

@@ -226,7 +226,9 @@ class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
   // From the levels that ran, in any call so far, never from those asked for.
   double error_growth() const override { return std::pow(12.0, levels_run_); }
   int levels_run() const override { return levels_run_; }
-  bool prefers_whole_k() const override { return o_.levels != 0; }
+  // Not from the automatic levels: those rest on this process's own timing (calibrate_rates),
+  // which may differ between ranks.
+  bool prefers_whole_k(index_t, index_t, index_t, Dtype) const override { return o_.levels != 0; }
 
   template <class T>
   void run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
