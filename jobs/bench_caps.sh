@@ -10,7 +10,9 @@
 # (median over rounds of each phase's slowest rank). Table last.
 # Environment: DISTMM_BIN (build/distmm), BENCH_JSON (JSON lines; a temporary file otherwise),
 # DISTMM_MACHINE_FILE (where calibrate writes; a temporary file otherwise), CODES (the codes,
-# ';'-separated `--algo` values with their options).
+# ';'-separated `--algo` values with their options), SINGLE_COPY (e.g. cma: Open MPI's
+# single-copy transport on a node, for every code, where the environment turned it off, as the
+# GPU machine's image does; see the README).
 # Through the device tool: carry .device and a CPU build, start with `source .device/env.sh &&`.
 # Budget: a 32-core host multiplies n = 16384 in ~9-12 s per code, n = 32768 in ~70-90 s, so
 # 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs.
@@ -23,6 +25,7 @@ bin=${DISTMM_BIN:-build/distmm}
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export DISTMM_MACHINE_FILE=${DISTMM_MACHINE_FILE:-$(mktemp --suffix=.json)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+[ -z "${SINGLE_COPY:-}" ] || export OMPI_MCA_btl_vader_single_copy_mechanism=$SINGLE_COPY
 IFS=';' read -ra codes <<< "${CODES:-caps --formula strassen;caps --formula winograd;summa;cuboid;auto}"
 for cfg in $configs; do
   np=${cfg%%:*} threads=${cfg#*:}
