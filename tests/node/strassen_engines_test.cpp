@@ -169,6 +169,21 @@ TEST(StrassenEngines, LevelZeroIsExactlyBlas) {
   }
 }
 
+// An algorithm hands whole-k products to the engines that recurse (SUMMA on GPUs, CAPS's leaf):
+// the answer comes from the options alone (automatic levels rest on this process's timing,
+// which may differ between ranks), the same for every shape.
+TEST(StrassenEngines, PreferWholeKProductsUnlessAtLevelZero) {
+  for (const char* name : kEngines)
+    for (int levels : {-1, 0, 1, 3}) {
+      EngineOptions o;
+      o.levels = levels;
+      auto e = make_engine(name, o);
+      for (index_t n : {1, 64, 4096})
+        EXPECT_EQ(e->prefers_whole_k(n, n, n, Dtype::f64), levels != 0) << name << " levels " << levels << " n " << n;
+    }
+  EXPECT_FALSE(make_engine("blas", EngineOptions{})->prefers_whole_k(4096, 4096, 4096, Dtype::f64));
+}
+
 TEST(StrassenEngines, WorkspaceIsReportedAndLowmemStaysWithinTwoTemporaries) {
   EngineOptions o;
   o.levels = 2;
