@@ -12,10 +12,13 @@
 # DISTMM_MACHINE_FILE (where calibrate writes; a temporary file otherwise), CODES (the codes,
 # ';'-separated `--algo` values with their options), SINGLE_COPY (e.g. cma: Open MPI's
 # single-copy transport on a node, for every code, where the environment turned it off, as the
-# GPU machine's image does; see the README).
+# GPU machine's image does; see the README), WARMUP (untimed multiplies before the timed one in
+# each process, default 1; 0 halves the time of a round at n = 32768, every code then paying its
+# first touch of fresh buffers alike).
 # Through the device tool: carry .device and a CPU build, start with `source .device/env.sh &&`.
 # Budget: a 32-core host multiplies n = 16384 in ~9-12 s per code, n = 32768 in ~70-90 s, so
-# 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs.
+# 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs, e.g.
+# one rank count per session: SINGLE_COPY=cma WARMUP=0 CODES="caps;cuboid;summa" ... "7:4" 32768 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 configs=${1:-"7:1"}
@@ -36,7 +39,7 @@ for cfg in $configs; do
         code=${codes[$(( (i + r) % ${#codes[@]} ))]}
         # shellcheck disable=SC2086
         mpirun -n "$np" --oversubscribe ${MPIRUN_ARGS:-} "$bin" run --size "$n" --dtype f64 --threads "$threads" \
-          --repeat 1 --warmup 1 --verify freivalds --quiet --json "$out" --algo $code
+          --repeat 1 --warmup "${WARMUP:-1}" --verify freivalds --quiet --json "$out" --algo $code
       done
     done
   done
