@@ -330,6 +330,39 @@ class GpuDeviceSpace final : public DeviceSpace {
     for (std::size_t i = 0; i < ny; ++i) y[i] += hy[i];
     for (index_t i = 0; i < rows; ++i) ya[i] += hy[ny + std::size_t(i)];
   }
+  double max_abs(const void* M, index_t ld, index_t rows, index_t cols, Dtype dt) override {
+    if (rows <= 0 || cols <= 0) return 0;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    synchronize();  // M is written
+    if (!blas_) {
+      blas_ = std::make_unique<CublasHandle>();
+      cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
+    }
+    cublas_check(cublasSetStream(blas_->get(), aux_stream_->get()), "cublasSetStream");
+    double best = 0;
+    dispatch(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      // cuBLAS's i?amax: the (1-based) index of the largest |re| + |im|; one call over the block
+      // when its columns are contiguous, else one per column.
+      auto amax = [&](const T* x, std::int64_t n) {
+        std::int64_t at = 0;
+        if constexpr (std::is_same_v<T, float>) cublas_check(cublasIsamax_64(blas_->get(), n, x, 1, &at), "amax");
+        else if constexpr (std::is_same_v<T, double>) cublas_check(cublasIdamax_64(blas_->get(), n, x, 1, &at), "amax");
+        else if constexpr (std::is_same_v<T, std::complex<float>>)
+          cublas_check(cublasIcamax_64(blas_->get(), n, reinterpret_cast<const cuComplex*>(x), 1, &at), "amax");
+        else cublas_check(cublasIzamax_64(blas_->get(), n, reinterpret_cast<const cuDoubleComplex*>(x), 1, &at), "amax");
+        if (at < 1) return;
+        T v{};
+        cuda_check(cudaMemcpy(&v, x + (at - 1), sizeof(T), cudaMemcpyDeviceToHost), "D2H");
+        best = std::max(best, double(std::abs(std::real(v))) + double(std::abs(std::imag(v))));
+      };
+      const T* m = static_cast<const T*>(M);
+      if (ld == rows) amax(m, std::int64_t(rows) * std::int64_t(cols));
+      else
+        for (index_t c = 0; c < cols; ++c) amax(m + c * ld, rows);
+    });
+    return best;
+  }
   std::size_t free_bytes() const override { return engine_.device_free_bytes(); }
   std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const override {
     return engine_.workspace_bytes(m, n, k, dt);

@@ -188,6 +188,9 @@ class DeviceSpace {
   // (re, im) per entry when x_complex, y when dt is complex or x_complex.
   virtual void matvec(const void* M, index_t ld, index_t rows, index_t cols, Dtype dt,
                       const double* x, bool x_complex, const double* xa, double* y, double* ya) = 0;
+  // For the normwise bound of a Strassen-like product: an upper bound of max |M(r, c)| over a
+  // device block (for complex entries max |re| + |im|, at most sqrt 2 above the modulus).
+  virtual double max_abs(const void* M, index_t ld, index_t rows, index_t cols, Dtype dt) = 0;
   // Free device memory now, and the bytes a gemm of this shape needs besides its operands.
   virtual std::size_t free_bytes() const = 0;
   virtual std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const = 0;

@@ -251,9 +251,9 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
     double tol = verify_tolerance(dt, o.k, growth);
     VerifyResult v =
         verify == Verify::full
-            ? verify_full(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, tol, world)
+            ? verify_full(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, tol, world, growth > 1)
             : verify_freivalds(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
-                               o.seed + 1000003, tol, world);
+                               o.seed + 1000003, tol, world, growth > 1);
     record_verdict(v, world, rec);
   }
   // The product reaches its file only when verified (or unverified by request).
@@ -366,10 +366,10 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
       };
       DistMatrix<T> ha = host(A), hb = host(B), hc0;
       if (keep_c0) hc0 = host(C0);
-      v = verify_full(ha, hb, hC, alpha, beta, keep_c0 ? &hc0 : nullptr, tol, world);
+      v = verify_full(ha, hb, hC, alpha, beta, keep_c0 ? &hc0 : nullptr, tol, world, growth > 1);
     } else {
       v = verify_freivalds_device(sp, A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
-                                  o.seed + 1000003, tol, world);
+                                  o.seed + 1000003, tol, world, growth > 1);
     }
     record_verdict(v, world, rec);
   }

@@ -1,5 +1,6 @@
 #include "verify.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -45,21 +46,40 @@ void local_matvec(const DistMatrix<T>& M, const std::vector<X>& x, std::vector<W
 
 namespace {
 
+// max |M(r, c)| over this rank's piece (for complex entries the modulus).
+template <class T>
+double local_max_abs(const Matrix<T>& M) {
+  double mx = 0;
+  for (index_t c = 0; c < M.cols(); ++c)
+    for (index_t r = 0; r < M.rows(); ++r) mx = std::max(mx, double(std::abs(M(r, c))));
+  return mx;
+}
+
 // Freivalds' check over any storage of the operands: matvec(which, x, xa, y, ya) adds this
 // rank's piece of operand `which` ('A', 'B', 'C' or '0' for C0) times x into y (by global row)
 // and |piece| xa into ya; the sums over ranks and the verdict are the same for host and device.
-template <class T, class Matvec>
+template <class T, class Matvec, class MaxAbs>
 VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool with_c0, int trials,
-                       std::uint64_t seed, double tol, const Comm& comm, Matvec&& matvec) {
+                       std::uint64_t seed, double tol, const Comm& comm, Matvec&& matvec,
+                       bool normwise, MaxAbs&& max_abs) {
   VerifyResult res;
   res.method = "freivalds";
   res.trials = trials;
   res.tolerance = tol;
+  // max|A| max|B| over all ranks, for a Strassen-like product's normwise term (verify.hpp)
+  double ab = 0;
+  if (normwise) {
+    double mx[2] = {max_abs('A'), max_abs('B')};
+    MPI_Allreduce(MPI_IN_PLACE, mx, 2, MPI_DOUBLE, MPI_MAX, comm.get());
+    ab = double(k + 3) * mx[0] * mx[1];
+  }
   for (int t = 0; t < trials; ++t) {
     std::vector<double> x(n), xa(n);
+    double x1 = 0;
     for (index_t j = 0; j < n; ++j) {
       x[j] = random_value(seed + 7919 * t, Stream::Probe, j, 0, Fill::uniform);
       xa[j] = std::abs(x[j]);
+      x1 += xa[j];
     }
     // y = B x and its bound, on all ranks (k words of allreduce each).
     using W = Wide<T>;
@@ -86,7 +106,7 @@ VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool wi
     comm.allreduce_sum_uncounted(bounds.data(), 2 * m);
     for (index_t i = 0; i < m; ++i) {
       double diff = std::abs(sums[m + i] - widen(alpha) * sums[i]);
-      double bound = std::abs(widen(alpha)) * bounds[i] + std::abs(widen(beta)) * bounds[m + i];
+      double bound = std::abs(widen(alpha)) * (bounds[i] + ab * x1) + std::abs(widen(beta)) * bounds[m + i];
       double r = diff == 0 ? 0 : diff / std::max(bound, std::numeric_limits<double>::min());
       res.residual = std::isnan(r) ? INFINITY : std::max(res.residual, r);
     }
@@ -100,19 +120,22 @@ VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool wi
 template <class T>
 VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,
-                              int trials, std::uint64_t seed, double tol, const Comm& comm) {
+                              int trials, std::uint64_t seed, double tol, const Comm& comm,
+                              bool normwise) {
   auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
     const DistMatrix<T>& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
     local_matvec(M, x, y, xa, ya);
   };
-  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
+  auto max_abs = [&](char which) { return local_max_abs((which == 'A' ? A : B).local); };
+  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec,
+                      normwise, max_abs);
 }
 
 template <class T>
 VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix& A,
                                      const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,
                                      T beta, const DeviceDistMatrix* C0, int trials,
-                                     std::uint64_t seed, double tol, const Comm& comm) {
+                                     std::uint64_t seed, double tol, const Comm& comm, bool normwise) {
   space.synchronize();
   auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
     const DeviceDistMatrix& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
@@ -125,7 +148,16 @@ VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix&
                    xp == 2, xa.data() + gc, yd + gr * yp, ya.data() + gr);
     });
   };
-  VerifyResult res = freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec);
+  auto max_abs = [&](char which) {
+    const DeviceDistMatrix& M = which == 'A' ? A : B;
+    double mx = 0;
+    for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t, index_t, index_t nr, index_t nc) {
+      mx = std::max(mx, space.max_abs(M.mem.as<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>()));
+    });
+    return mx;
+  };
+  VerifyResult res = freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec,
+                                  normwise, max_abs);
   res.method = "freivalds (on the GPU)";
   return res;
 }
@@ -159,7 +191,8 @@ std::size_t verify_full_bytes(index_t m, index_t n, index_t k, Dtype dt) {
 
 template <class T>
 VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const DistMatrix<T>& C,
-                         T alpha, T beta, const DistMatrix<T>* C0, double tol, const Comm& comm) {
+                         T alpha, T beta, const DistMatrix<T>* C0, double tol, const Comm& comm,
+                         bool normwise) {
   VerifyResult res;
   res.method = "full";
   res.trials = 1;
@@ -198,6 +231,12 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
       Matrix<double> ad = moduli(a), bd = moduli(b);
       blas_gemm<double>(Op::N, Op::N, m, n, k, std::abs(widen(alpha)), ad.data(), ad.ld(),
                         bd.data(), bd.ld(), std::abs(widen(beta)), bound.data(), bound.ld());
+      if (normwise) {  // a Strassen-like product's normwise term (verify.hpp)
+        const double amax = ad.size() ? *std::max_element(ad.data(), ad.data() + ad.size()) : 0.0,
+                     bmax = bd.size() ? *std::max_element(bd.data(), bd.data() + bd.size()) : 0.0;
+        const double add = std::abs(widen(alpha)) * double(k + 3) * amax * bmax;
+        for (index_t t = 0; t < bound.size(); ++t) bound.data()[t] += add;
+      }
     }
     // Non-finite entries (from non-finite inputs, or overflow) must sit where the reference
     // has them: there they are compared by position only; anywhere else they fail.
@@ -233,14 +272,14 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
 #define DISTMM_VERIFY(T)                                                                        \
   template VerifyResult verify_freivalds(const DistMatrix<T>&, const DistMatrix<T>&,              \
                                          const DistMatrix<T>&, T, T, const DistMatrix<T>*, int,   \
-                                         std::uint64_t, double, const Comm&);                     \
+                                         std::uint64_t, double, const Comm&, bool);               \
   template VerifyResult verify_freivalds_device<T>(DeviceSpace&, const DeviceDistMatrix&,         \
                                                    const DeviceDistMatrix&, const DeviceDistMatrix&, \
                                                    T, T, const DeviceDistMatrix*, int,            \
-                                                   std::uint64_t, double, const Comm&);           \
+                                                   std::uint64_t, double, const Comm&, bool);     \
   template VerifyResult verify_full(const DistMatrix<T>&, const DistMatrix<T>&,                   \
                                     const DistMatrix<T>&, T, T, const DistMatrix<T>*, double,     \
-                                    const Comm&);                                                  \
+                                    const Comm&, bool);                                            \
   template NonFinite find_nonfinite(const DistMatrix<T>&, const Comm&);
 DISTMM_FOR_EACH_TYPE(DISTMM_VERIFY)
 #undef DISTMM_VERIFY

@@ -39,10 +39,17 @@ NonFinite find_nonfinite(const DistMatrix<T>& M, const Comm& comm);
 // tol = growth * (k + 2) * unit roundoff of T
 double verify_tolerance(Dtype dt, index_t k, double growth);
 
+// `normwise` (a Strassen-like product ran): the bound of each component also takes
+// |alpha| (k + 3) max|A| max|B| (times |x|_1 for Freivalds). A Strassen-like error is bounded
+// normwise only (Higham, Accuracy and Stability, 2nd ed., Thm. 23.3: (k0^2 + 5 k0) 12^L u
+// max|A| max|B| for L levels over leaves of inner dimension k0 = k_run / 2^L, k_run k padded to
+// a multiple of 2^L; with tol = 12^L (k + 2) u, (k + 3) max|A| max|B| covers it): its sums mix
+// rows and columns of different quadrants, so a component can exceed its own |A| |B| bound.
 template <class T>
 VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,
-                              int trials, std::uint64_t seed, double tol, const Comm& comm);
+                              int trials, std::uint64_t seed, double tol, const Comm& comm,
+                              bool normwise = false);
 
 // The same on device-resident operands: the matrix-vector products on each rank's GPU (in
 // double), the sums over ranks on the host.
@@ -50,11 +57,13 @@ template <class T>
 VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix& A,
                                      const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,
                                      T beta, const DeviceDistMatrix* C0, int trials,
-                                     std::uint64_t seed, double tol, const Comm& comm);
+                                     std::uint64_t seed, double tol, const Comm& comm,
+                                     bool normwise = false);
 
 template <class T>
 VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const DistMatrix<T>& C,
-                         T alpha, T beta, const DistMatrix<T>* C0, double tol, const Comm& comm);
+                         T alpha, T beta, const DistMatrix<T>* C0, double tol, const Comm& comm,
+                         bool normwise = false);
 
 // Bytes rank 0 needs for verify_full (to refuse it up front when they do not fit).
 std::size_t verify_full_bytes(index_t m, index_t n, index_t k, Dtype dt);

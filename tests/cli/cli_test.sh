@@ -96,6 +96,16 @@ if "$mpiexec" -n 7 --oversubscribe "$bin" run --size 300 --algo caps --caps-step
    grep -q "freivalds: PASSED" "$tmp/out"; then
   ok "caps --caps-steps auto"
 else bad "caps --caps-steps auto: $(cat "$tmp/out")"; fi
+# A Strassen-like product's error is bounded normwise only: with k = 1 (padded to 2 by a DFS
+# step) a component far below max|A| max|B| took an error above its own |A||B| bound. A correct
+# product must pass, in full and by Freivalds.
+for v in full freivalds; do
+  if "$mpiexec" -n 5 --oversubscribe "$bin" run --m 600 --n 3 --k 1 --algo caps --caps-steps D \
+       --dtype f32 --verify "$v" --threads 1 --seed 91 --engine strassen-lowmem --levels 2 --cutoff 8 \
+       >"$tmp/out" 2>&1 && grep -q "$v: PASSED" "$tmp/out"; then
+    ok "caps D, k = 1, f32, verify $v"
+  else bad "caps D, k = 1, f32, verify $v: $(cat "$tmp/out")"; fi
+done
 for spec in "strassen --levels 1 --cutoff 16" "strassen-lowmem --levels 1 --cutoff 16" \
             "winograd --levels 2 --cutoff 16" "mmra-tradeoff --block 16"; do
   engine=${spec%% *}
