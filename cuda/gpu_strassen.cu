@@ -203,7 +203,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
            ", " + this->device_name_ + ")";
   }
   // From the levels that ran, in any call so far, never from those asked for.
-  double error_growth() const override { return std::pow(12.0, levels_run_); }
+  double error_growth() const override { return std::pow(Schedule::kErrorGrowthPerLevel, levels_run_); }
   int levels_run() const override { return levels_run_; }
   // The automatic levels are a function of the shape alone: the same on every rank.
   bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const override {

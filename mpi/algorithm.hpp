@@ -136,8 +136,8 @@ class DistAlgorithm {
   virtual bool counts_words() const { return true; }
   // Strassen-like algorithms are compared with the Strassen lower bound, others the classical.
   virtual bool strassen_like() const { return false; }
-  // Factor on the classical rounding-error bound (12^steps for Strassen-like steps, Higham
-  // Thm. 23.3); the local engine's own factor multiplies it.
+  // Factor on the classical rounding-error bound (12 per Strassen step, Higham Thm. 23.3; 18 per
+  // Winograd step, Sec. 23.2.2); the local engine's own factor multiplies it.
   virtual double error_growth() const { return 1.0; }
 
   // Why this algorithm (and grid) was chosen, when make_algorithm chose it (--algo auto).

@@ -123,7 +123,7 @@ class Caps final : public AlgorithmBase<Caps> {
   const Piece& piece_b() const override { return pb_; }
   const Piece& piece_c() const override { return pc_; }
   bool strassen_like() const override { return true; }
-  double error_growth() const override { return std::pow(12.0, double(steps_.size())); }
+  double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
     return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * double(size_of(dt)));

@@ -91,7 +91,7 @@ struct RunReport {
     double max = 0, mean = 0;
   };
   std::vector<Phase> phases;
-  double error_growth = 1;    // factor on the classical error bound: 12^(levels run + CAPS steps)
+  double error_growth = 1;    // factor on the classical error bound: 12 (18 for Winograd's) per level run and CAPS step
   // verification
   std::string verify = "none";
   double residual = 0, tolerance = 0, rel_frobenius = -1, max_abs = -1;

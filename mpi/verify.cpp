@@ -71,7 +71,7 @@ VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool wi
   if (normwise) {
     double mx[2] = {max_abs('A'), max_abs('B')};
     MPI_Allreduce(MPI_IN_PLACE, mx, 2, MPI_DOUBLE, MPI_MAX, comm.get());
-    ab = double(k + 3) * mx[0] * mx[1];
+    ab = double(k + 4) * mx[0] * mx[1];
   }
   for (int t = 0; t < trials; ++t) {
     std::vector<double> x(n), xa(n);
@@ -234,7 +234,7 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
       if (normwise) {  // a Strassen-like product's normwise term (verify.hpp)
         const double amax = ad.size() ? *std::max_element(ad.data(), ad.data() + ad.size()) : 0.0,
                      bmax = bd.size() ? *std::max_element(bd.data(), bd.data() + bd.size()) : 0.0;
-        const double add = std::abs(widen(alpha)) * double(k + 3) * amax * bmax;
+        const double add = std::abs(widen(alpha)) * double(k + 4) * amax * bmax;
         for (index_t t = 0; t < bound.size(); ++t) bound.data()[t] += add;
       }
     }

@@ -40,11 +40,13 @@ NonFinite find_nonfinite(const DistMatrix<T>& M, const Comm& comm);
 double verify_tolerance(Dtype dt, index_t k, double growth);
 
 // `normwise` (a Strassen-like product ran): the bound of each component also takes
-// |alpha| (k + 3) max|A| max|B| (times |x|_1 for Freivalds). A Strassen-like error is bounded
-// normwise only (Higham, Accuracy and Stability, 2nd ed., Thm. 23.3: (k0^2 + 5 k0) 12^L u
-// max|A| max|B| for L levels over leaves of inner dimension k0 = k_run / 2^L, k_run k padded to
-// a multiple of 2^L; with tol = 12^L (k + 2) u, (k + 3) max|A| max|B| covers it): its sums mix
-// rows and columns of different quadrants, so a component can exceed its own |A| |B| bound.
+// |alpha| (k + 4) max|A| max|B| (times |x|_1 for Freivalds). A Strassen-like error is bounded
+// normwise only (Higham, Accuracy and Stability, 2nd ed., Thm. 23.3 and Sec. 23.2.2:
+// (k0^2 + 5 k0) 12^L u max|A| max|B| for Strassen's formula, (k0^2 + 6 k0) 18^L u for
+// Winograd's, L levels over leaves of inner dimension k0 = k_run / 2^L, k_run k padded to a
+// multiple of 2^L, so k0 <= k or k0 = 1; with tol = growth (k + 2) u, (k + 4) max|A| max|B|
+// covers both): its sums mix rows and columns of different quadrants, so a component can
+// exceed its own |A| |B| bound.
 template <class T>
 VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               const DistMatrix<T>& C, T alpha, T beta, const DistMatrix<T>* C0,

@@ -73,8 +73,9 @@ class Engine {
   }
   virtual std::size_t device_free_bytes() const { return 0; }
   // Factor by which the engine's rounding-error bound exceeds the classical one (gamma_k), for
-  // the verification tolerance: 12^L for L Strassen-like levels (Higham, Accuracy and Stability
-  // of Numerical Algorithms, 2nd ed., Thm. 23.3), 1 for classical engines.
+  // the verification tolerance: 12^L for L Strassen levels, 18^L for Winograd's variant (Higham,
+  // Accuracy and Stability of Numerical Algorithms, 2nd ed., Thm. 23.3 and Sec. 23.2.2), 1 for
+  // classical engines.
   virtual double error_growth() const { return 1.0; }
   // Strassen-like recursion levels that ran (the most over the calls so far; 0 for classical
   // engines): error_growth() follows them, not the levels asked for.

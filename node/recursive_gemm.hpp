@@ -224,7 +224,7 @@ class RecursiveEngine final : public EngineBase<RecursiveEngine<Schedule>> {
     });
   }
   // From the levels that ran, in any call so far, never from those asked for.
-  double error_growth() const override { return std::pow(12.0, levels_run_); }
+  double error_growth() const override { return std::pow(Schedule::kErrorGrowthPerLevel, levels_run_); }
   int levels_run() const override { return levels_run_; }
   // Not from the automatic levels: those rest on this process's own timing (calibrate_rates),
   // which may differ between ranks.

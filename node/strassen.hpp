@@ -14,6 +14,8 @@ struct StrassenSchedule {
   static constexpr int kTemps[3] = {5, 5, 2};
   static constexpr bool kSumTempsFitC = false;
   static constexpr double kPassesPerLevel = 37;
+  // Per-level factor on the classical error bound (Higham, Accuracy and Stability, 2nd ed., Thm. 23.3).
+  static constexpr double kErrorGrowthPerLevel = 12;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

@@ -13,6 +13,9 @@ namespace distmm {
 struct BilinearFormula {
   const char* name;
   int a[7][4], b[7][4], c[7][4];
+  // Per-level factor on the classical error bound: 12 for Strassen's formula (Higham, Accuracy
+  // and Stability, 2nd ed., Thm. 23.3), 18 for Winograd's variant (Sec. 23.2.2).
+  double error_growth_per_level;
 };
 
 // Strassen (1969): M1..M7.
@@ -23,7 +26,8 @@ inline constexpr BilinearFormula kStrassenFormula = {
     "strassen",
     {{1, 0, 0, 1}, {0, 0, 1, 1}, {1, 0, 0, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {-1, 0, 1, 0}, {0, 1, 0, -1}},
     {{1, 0, 0, 1}, {1, 0, 0, 0}, {0, 1, 0, -1}, {-1, 0, 1, 0}, {0, 0, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}},
-    {{1, 0, 0, 1}, {0, 0, 1, -1}, {0, 1, 0, 1}, {1, 0, 1, 0}, {-1, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 0, 0}}};
+    {{1, 0, 0, 1}, {0, 0, 1, -1}, {0, 1, 0, 1}, {1, 0, 1, 0}, {-1, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 0, 0}},
+    12};
 
 // Strassen-Winograd (Winograd 1971; 15 additions when the chained sums are shared):
 //   S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2
@@ -35,7 +39,8 @@ inline constexpr BilinearFormula kWinogradFormula = {
     "winograd",
     {{1, 0, 0, 0}, {0, 1, 0, 0}, {1, 1, -1, -1}, {0, 0, 0, 1}, {0, 0, 1, 1}, {-1, 0, 1, 1}, {1, 0, -1, 0}},
     {{1, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}, {1, -1, -1, 1}, {-1, 1, 0, 0}, {1, -1, 0, 1}, {0, -1, 0, 1}},
-    {{1, 1, 1, 1}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, -1, 0}, {0, 1, 0, 1}, {0, 1, 1, 1}, {0, 0, 1, 1}}};
+    {{1, 1, 1, 1}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, -1, 0}, {0, 1, 0, 1}, {0, 1, 1, 1}, {0, 0, 1, 1}},
+    18};
 
 // Rows `products` of an a- or b-table, as the coefficients of one fused sums pass.
 template <class T, std::size_t NO>

@@ -23,6 +23,8 @@ struct StrassenLowmemSchedule {
   static constexpr int kTemps[3] = {1, 1, 0};
   static constexpr bool kSumTempsFitC = true;  // X and Y also hold C-size products
   static constexpr double kPassesPerLevel = 54;
+  // Per-level factor on the classical error bound (Higham, Accuracy and Stability, 2nd ed., Thm. 23.3).
+  static constexpr double kErrorGrowthPerLevel = 12;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

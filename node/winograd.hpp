@@ -15,6 +15,9 @@ struct WinogradSchedule {
   static constexpr int kTemps[3] = {4, 4, 3};  // S1..S4, T1..T4, Z, W and V
   static constexpr bool kSumTempsFitC = false;
   static constexpr double kPassesPerLevel = 27;  // quarter-size reads + writes, see below
+  // Per-level factor on the classical error bound: Winograd's variant grows as 18^L where
+  // Strassen's grows as 12^L (Higham, Accuracy and Stability, 2nd ed., Sec. 23.2.2).
+  static constexpr double kErrorGrowthPerLevel = 18;
 
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,

@@ -74,7 +74,7 @@ void print_report(const RunReport& r, std::ostream& os) {
     // where the tolerance comes from: (k + 2) u times the growth of what ran
     v += "  (tolerance (k+2) u";
     if (r.error_growth != 1)
-      v += " x " + sci(r.error_growth) + " for the Strassen-like levels that ran, on |A||B| + (k+3) max|A| max|B|";
+      v += " x " + sci(r.error_growth) + " for the Strassen-like levels that ran, on |A||B| + (k+4) max|A| max|B|";
     v += ")";
     row("verification", v);
     if (r.rel_frobenius >= 0)

@@ -103,12 +103,13 @@ with tempfile.TemporaryDirectory() as d:
             r = run(ranks, args, d)
             check(usage_error(r, pattern, ranks), f"P={ranks} {' '.join(args)}: rc={r.returncode} {error_lines(r)}")
 
-    # 2. The tolerance follows the levels that ran (50 asked, 1 can run on 300 with cutoff 256).
+    # 2. The tolerance follows the levels that ran (50 asked, 1 can run on 300 with cutoff 256;
+    #    Winograd's variant widens it 18x per level, Higham Sec. 23.2.2).
     r = run(0, ["--engine", "winograd", "--levels", "50", "--size", "300", "--verify", "full", "--json", "t.json"], d)
     import json
     rec = json.loads(open(f"{d}/t.json").read()) if os.path.exists(f"{d}/t.json") else {}
     check(r.returncode == 0 and "levels 50 asked, 1 ran" in r.stdout and rec.get("engine_levels_run") == 1
-          and rec.get("error_growth") == 12.0 and rec.get("tolerance", 1) < 1e-12,
+          and rec.get("error_growth") == 18.0 and rec.get("tolerance", 1) < 1e-12,
           f"tolerance from the levels that ran: {rec.get('tolerance')} {r.stdout[-400:]}")
 
     # 3. Non-finite inputs: named, exit 2; with --allow-nonfinite verified by position.

@@ -118,9 +118,10 @@ TEST(GpuEngines, UniformInputsWithinTheLevelBound) {
       auto e = make_engine(name, o);
       const index_t n = 512;
       double d = max_diff<float>(*e, Op::N, Op::N, n, n, n, 1.f, 0.f, Fill::uniform);
-      EXPECT_LE(d / std::sqrt(double(n)), (n + 2) * 6e-8 * std::pow(12.0, L)) << name << " L=" << L;
+      const double per_level = std::string(name) == "gpu-winograd" ? 18.0 : 12.0;  // Higham 23.2.2
+      EXPECT_LE(d / std::sqrt(double(n)), (n + 2) * 6e-8 * std::pow(per_level, L)) << name << " L=" << L;
       EXPECT_GT(d, 0.0) << name;
-      EXPECT_EQ(e->error_growth(), std::pow(12.0, L)) << name;
+      EXPECT_EQ(e->error_growth(), std::pow(per_level, L)) << name;
     }
 }
 
