@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -73,6 +74,22 @@ void cublas_scale_add(cublasHandle_t h, int m, int n, T alpha, const T* x, int l
   else if constexpr (std::is_same_v<T, double>) cublas_check(cublasDgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "dgeam");
   else if constexpr (std::is_same_v<T, std::complex<float>>) cublas_check(cublasCgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "cgeam");
   else cublas_check(cublasZgeam(h, N, N, m, n, a, xx, ldx, b, yy, ldy, yy, ldy), "zgeam");
+}
+
+// The largest |re| + |im| of n contiguous device elements (cuBLAS i?amax, 64-bit counts): an
+// upper bound of the largest modulus, at most sqrt 2 above it; 0 for n = 0.
+template <class T>
+double cublas_amax(cublasHandle_t h, std::int64_t n, const T* x) {
+  std::int64_t at = 0;
+  const auto xx = as_cublas(x);
+  if constexpr (std::is_same_v<T, float>) cublas_check(cublasIsamax_64(h, n, xx, 1, &at), "isamax");
+  else if constexpr (std::is_same_v<T, double>) cublas_check(cublasIdamax_64(h, n, xx, 1, &at), "idamax");
+  else if constexpr (std::is_same_v<T, std::complex<float>>) cublas_check(cublasIcamax_64(h, n, xx, 1, &at), "icamax");
+  else cublas_check(cublasIzamax_64(h, n, xx, 1, &at), "izamax");
+  if (at < 1) return 0;
+  T v{};
+  cuda_check(cudaMemcpy(&v, x + (at - 1), sizeof(T), cudaMemcpyDeviceToHost), "D2H");
+  return double(std::abs(std::real(v))) + double(std::abs(std::imag(v)));
 }
 
 // Device memory, grow-only (reallocated only when a larger size is asked for).

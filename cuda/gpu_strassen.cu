@@ -207,10 +207,10 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   int levels_run() const override { return levels_run_; }
   // The automatic levels are a function of the shape alone: the same on every rank.
   bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const override {
-    return levels_for(m, n, k, dispatch(dt, [](auto tag) { return sizeof(real_t<typename decltype(tag)::type>); })) > 0;
+    return levels_for(m, n, k, real_component_bytes(dt)) > 0;
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    const int L = levels_for(m, n, k, dispatch(dt, [](auto tag) { return sizeof(real_t<typename decltype(tag)::type>); }));
+    const int L = levels_for(m, n, k, real_component_bytes(dt));
     const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
@@ -239,6 +239,8 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   }
 
  private:
+  // Bytes of a real component (complex blocks recurse as real ones).
+  static std::size_t real_component_bytes(Dtype dt) { return size_of(dt) / (is_complex(dt) ? 2 : 1); }
   int levels_for(index_t m, index_t n, index_t k, std::size_t real_bytes) const {
     if (this->o_.levels >= 0) return this->o_.levels;
     // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an

@@ -232,14 +232,10 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (rows <= 0 || cols <= 0) return;
     if (rows > INT32_MAX || cols > INT32_MAX) throw std::runtime_error("scale_add: block too large for cuBLAS");
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    if (!blas_) {
-      blas_ = std::make_unique<CublasHandle>();
-      cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
-    }
-    cublas_check(cublasSetStream(blas_->get(), gemm_.stream()), "cublasSetStream");
+    const cublasHandle_t h = blas(gemm_.stream());
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      cublas_scale_add<T>(blas_->get(), int(rows), int(cols), *static_cast<const T*>(alpha), static_cast<const T*>(x),
+      cublas_scale_add<T>(h, int(rows), int(cols), *static_cast<const T*>(alpha), static_cast<const T*>(x),
                           int(ldx), *static_cast<const T*>(beta), static_cast<T*>(y), int(ldy));
     });
   }
@@ -334,32 +330,14 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (rows <= 0 || cols <= 0) return 0;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     synchronize();  // M is written
-    if (!blas_) {
-      blas_ = std::make_unique<CublasHandle>();
-      cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
-    }
-    cublas_check(cublasSetStream(blas_->get(), aux_stream_->get()), "cublasSetStream");
+    const cublasHandle_t h = blas(aux_stream_->get());
     double best = 0;
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      // cuBLAS's i?amax: the (1-based) index of the largest |re| + |im|; one call over the block
-      // when its columns are contiguous, else one per column.
-      auto amax = [&](const T* x, std::int64_t n) {
-        std::int64_t at = 0;
-        if constexpr (std::is_same_v<T, float>) cublas_check(cublasIsamax_64(blas_->get(), n, x, 1, &at), "amax");
-        else if constexpr (std::is_same_v<T, double>) cublas_check(cublasIdamax_64(blas_->get(), n, x, 1, &at), "amax");
-        else if constexpr (std::is_same_v<T, std::complex<float>>)
-          cublas_check(cublasIcamax_64(blas_->get(), n, reinterpret_cast<const cuComplex*>(x), 1, &at), "amax");
-        else cublas_check(cublasIzamax_64(blas_->get(), n, reinterpret_cast<const cuDoubleComplex*>(x), 1, &at), "amax");
-        if (at < 1) return;
-        T v{};
-        cuda_check(cudaMemcpy(&v, x + (at - 1), sizeof(T), cudaMemcpyDeviceToHost), "D2H");
-        best = std::max(best, double(std::abs(std::real(v))) + double(std::abs(std::imag(v))));
-      };
       const T* m = static_cast<const T*>(M);
-      if (ld == rows) amax(m, std::int64_t(rows) * std::int64_t(cols));
+      if (ld == rows) best = cublas_amax(h, std::int64_t(rows) * cols, m);  // contiguous columns
       else
-        for (index_t c = 0; c < cols; ++c) amax(m + c * ld, rows);
+        for (index_t c = 0; c < cols; ++c) best = std::max(best, cublas_amax(h, rows, m + c * ld));
     });
     return best;
   }
@@ -427,6 +405,15 @@ class GpuDeviceSpace final : public DeviceSpace {
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
   cudaStream_t stream(Lane l) const { return l == Lane::compute ? gemm_.stream() : comm_stream_->get(); }
+  // The device space's own cuBLAS handle (geam, amax), made at first use, on stream s.
+  cublasHandle_t blas(cudaStream_t s) {
+    if (!blas_) {
+      blas_ = std::make_unique<CublasHandle>();
+      cublas_check(cublasSetPointerMode(blas_->get(), CUBLAS_POINTER_MODE_HOST), "pointer mode");
+    }
+    cublas_check(cublasSetStream(blas_->get(), s), "cublasSetStream");
+    return blas_->get();
+  }
   Engine& engine_;
   DeviceGemm& gemm_;
   int device_;
@@ -435,7 +422,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   std::unique_ptr<CudaStream> comm_stream_, aux_stream_;
   std::unique_ptr<CudaEvent> to_comm_, to_compute_;
   DeviceBuffer<double> vec_;
-  std::unique_ptr<CublasHandle> blas_;  // scale_add's geam
+  std::unique_ptr<CublasHandle> blas_;  // blas(): scale_add's geam, max_abs's amax
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
   std::size_t max_pitch_ = (std::size_t(1) << 31) - 1;  // cudaMemcpy2D's largest pitch
   CudaEvent staged_[2];                   // each chunk's last copy-engine transfer

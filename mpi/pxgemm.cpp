@@ -735,15 +735,13 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
                  "for panels %.3f), redistribute C out %.3f (max over ranks)\n", name, m, n, k,
                  path.c_str(), algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[8], mx[3], mn[3],
                  mx[4], mx[5]);
-  auto phases = [&](const double* x) {
+  auto phases = [&](const double* x, const char* total) {
     return nlohmann::json{{"setup", x[7]}, {"redistribute_a", x[0]}, {"redistribute_b", x[1]},
                           {"redistribute_c_in", x[2]}, {"pack", x[8]}, {"multiply", x[3]},
-                          {"multiply_waiting", x[4]}, {"redistribute_c_out", x[5]}, {"seconds", x[6]}};
+                          {"multiply_waiting", x[4]}, {"redistribute_c_out", x[5]}, {total, x[6]}};
   };
-  nlohmann::json most = phases(mx);
-  most["seconds_max"] = mx[6];  // (the name earlier statistics lines carry)
-  most.erase("seconds");
-  append_stats(lower, m, n, k, algo, sec, false, {{"path", path}, {"phases", most}, {"phases_min", phases(mn)}});
+  append_stats(lower, m, n, k, algo, sec, false,
+               {{"path", path}, {"phases", phases(mx, "seconds_max")}, {"phases_min", phases(mn, "seconds")}});
 }
 
 // This rank's rows of sub(A) and sub(C) and columns of sub(B) and sub(C), as local spans.
