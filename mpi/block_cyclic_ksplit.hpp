@@ -21,12 +21,24 @@
 //     is multiplied, and each owner adds the P pieces it gets: C = beta C + sum.
 // Every piece is a whole BLAS product of (m / pr) x (n / pc) x (k / P); the transfers progress
 // during them (gemm_with_progress).
+//
+// Balancing (pc >= 3). Equal products do not take equal times: on a shared 16-core host (the
+// H100 machine, docs/performance.md) single-threaded DGEMMs on the 16 cores at once took
+// 0.54-0.98 s for the same work, the same cores slow for several seconds, and the call ends
+// with the slowest rank. So after its first step each rank tells the others its rate (one
+// MPI_Iallgather), and every rank derives the same plan from the rates (ksplit_plan): pieces
+// of the slowest ranks' last steps go to the ranks predicted to finish first. A moved piece's
+// operands come from where they live (A's rows from their owner, B's block from its owner), its
+// product goes to the owner of its block of C as the victim's would have; everything that
+// depends on the plan (the steps whose pieces may move) starts only after the plan is known.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "../node/engine.hpp"
@@ -110,6 +122,84 @@ inline double ksplit_words(const KSplitLayout& L, int me) {
 // column's ranks go to different sources.
 inline int ksplit_step(int t, int c, int pc) { return ((c - t % pc - t / pc) % pc + pc) % pc; }
 
+// The column of C that rank t's step `step` multiplies into (its B block).
+inline int ksplit_col(const KSplitLayout& L, int t, int step) {
+  return (t % L.npcol + t / L.npcol + step) % L.npcol;
+}
+inline double ksplit_piece_flops(const KSplitLayout& L, int t, int r, int c) {
+  return double(L.rows[static_cast<std::size_t>(r)]) * double(L.cols[static_cast<std::size_t>(c)]) *
+         double(L.width(t));
+}
+
+// A piece of rank `victim`'s step `step` (the rows of process row `row`) computed by `thief`.
+struct KMove {
+  int victim, step, row, thief;
+};
+
+// The first step whose pieces may move: the rates are exchanged after step 0 and the plan is
+// needed before this step starts, so a rank waits for the slowest to finish step 0 only when it
+// is more than twice as fast; with many steps, the last two.
+inline int ksplit_first_movable(int pc) { return std::max(2, pc - 2); }
+
+// The balancer's plan, the same on every rank (a function of the layout and the exchanged
+// numbers alone). sec_per_flop[t] is rank t's measured rate over its first step (0: unknown,
+// and then it neither gives nor takes), elapsed[t] its seconds from its first step's start to
+// its report. A rank's predicted finish is elapsed + (its remaining pieces' flops) x rate.
+// Greedily, while it pays: the rank predicted last gives its next movable piece (from the steps
+// ksplit_first_movable on, the last computed first; not a piece of its own block of C) to the
+// rank that would then finish
+// first (not the piece's owner, at most max_per_thief pieces each), charging the thief the
+// piece's words at sec_per_word; a move must bring the pair's later finish down by a tenth of
+// the piece's time on the victim, so that noise in the rates does not move pieces back and forth.
+inline std::vector<KMove> ksplit_plan(const KSplitLayout& L, const std::vector<double>& sec_per_flop,
+                                      const std::vector<double>& elapsed, double sec_per_word,
+                                      int max_per_thief) {
+  const int pr = L.nprow, pc = L.npcol, P = pr * pc;
+  std::vector<KMove> moves;
+  if (pc < 3 || P < 2) return moves;
+  std::vector<double> pred(static_cast<std::size_t>(P));
+  std::vector<std::vector<std::pair<int, int>>> movable(static_cast<std::size_t>(P));  // (step, row)
+  for (int t = 0; t < P; ++t) {
+    double rem = 0;
+    for (int step = 1; step < pc; ++step)
+      for (int r = 0; r < pr; ++r) rem += ksplit_piece_flops(L, t, r, ksplit_col(L, t, step));
+    pred[t] = elapsed[t] + rem * sec_per_flop[t];
+    for (int step = pc - 1; step >= ksplit_first_movable(pc); --step) {
+      const int c = ksplit_col(L, t, step);
+      for (int i = pr - 1; i >= 0; --i) {
+        const int r = (t / pc + i) % pr;
+        if (ksplit_piece_flops(L, t, r, c) > 0 && L.rank(r, c) != t) movable[t].push_back({step, r});
+      }
+    }
+  }
+  std::vector<int> taken(static_cast<std::size_t>(P), 0);
+  std::vector<std::size_t> given(static_cast<std::size_t>(P), 0);
+  while (true) {
+    int v = -1;
+    for (int t = 0; t < P; ++t)
+      if (sec_per_flop[t] > 0 && (v < 0 || pred[t] > pred[v])) v = t;
+    if (v < 0 || given[v] == movable[v].size()) break;  // the last rank cannot give more
+    const auto [step, r] = movable[v][given[v]];
+    const int c = ksplit_col(L, v, step), owner = L.rank(r, c);
+    const double f = ksplit_piece_flops(L, v, r, c);
+    const double words = double(L.rows[r]) * double(L.width(v)) + double(L.width(v)) * double(L.cols[c]) +
+                         double(L.rows[r]) * double(L.cols[c]);
+    int u = -1;
+    double u_end = 0;
+    for (int t = 0; t < P; ++t) {
+      if (t == v || t == owner || sec_per_flop[t] <= 0 || L.width(t) == 0 || taken[t] >= max_per_thief)
+        continue;
+      const double end = pred[t] + f * sec_per_flop[t] + words * sec_per_word;
+      if (u < 0 || end < u_end) u = t, u_end = end;
+    }
+    const double v_end = pred[v] - f * sec_per_flop[v];
+    if (u < 0 || std::max(u_end, v_end) > pred[v] - 0.1 * f * sec_per_flop[v]) break;
+    moves.push_back({v, step, r, u});
+    pred[v] = v_end, pred[u] = u_end, ++taken[u], ++given[v];
+  }
+  return moves;
+}
+
 // What rank `me` sends of B at each step: (fetching rank, run), the runs of its process row.
 inline std::vector<std::vector<std::pair<int, const KRun*>>> ksplit_b_sends(const KSplitLayout& L,
                                                                             int me) {
@@ -136,6 +226,11 @@ inline index_t ksplit_b_slot(const KSplitLayout& L, int me,
 // Bytes rank `me` allocates: A's rows of its part (and its own rows packed for the others when
 // not in place), two blocks of B in, two packing slots of B out, two steps' pieces of C, the
 // receive slots for the others' pieces.
+// At most this many pieces taken per rank, and the thieves' price of a word moved (about
+// 4 GB/s of doubles, shared memory under load: an estimate, only to keep tiny gains from moving).
+constexpr int kKSplitMaxStolen = 4;
+constexpr double kKSplitSecPerWord = 2e-9;
+
 inline double ksplit_bytes(const KSplitLayout& L, int me, std::size_t elem) {
   const int my_r = me / L.npcol, my_c = me % L.npcol;
   const double kr = double(L.width(me));
@@ -147,24 +242,45 @@ inline double ksplit_bytes(const KSplitLayout& L, int me, std::size_t elem) {
       sent_a += double(L.width(t)) * double(L.rows[my_r]);
   const double own = double(L.rows[my_r]) * double(L.cols[my_c]);
   const double b_out = 2 * double(ksplit_b_slot(L, me, ksplit_b_sends(L, me)));
+  // Balancing: up to kKSplitMaxStolen pieces taken (their A rows, B block and product), and
+  // the operands this rank sends for others' moved pieces, packed (at most its A rows and B
+  // columns of one part per move; bounded here by the thieves' total).
+  double stolen = 0;
+  if (L.npcol >= 3) {
+    double rmax = 0, kmax = 0;
+    for (index_t r : L.rows) rmax = std::max(rmax, double(r));
+    for (int t = 0; t < L.nprow * L.npcol; ++t) kmax = std::max(kmax, double(L.width(t)));
+    stolen = kKSplitMaxStolen * (rmax * kmax + kmax * nmax + rmax * nmax) +
+             kKSplitMaxStolen * kmax * (double(L.rows[my_r]) + nmax);
+  }
   return double(elem) *
-         (m * kr + sent_a + 2 * kr * nmax + b_out + 2 * m * nmax + double(L.nprow + 1) * own);
+         (m * kr + sent_a + 2 * kr * nmax + b_out + 2 * m * nmax + double(L.nprow + 1) * own + stolen);
 }
 
 struct KSplitTimes {
   double pack = 0, wait = 0, multiply = 0, combine = 0;
+  int moved = 0;  // pieces the balancer moved (the same on every rank)
+};
+
+// The balancer's switches: off, or one rank's reported time scaled (a test makes it look slow
+// so that pieces move on an idle machine; the products are real either way).
+struct KSplitBalance {
+  bool enabled = true;
+  int skew_rank = -1;
+  double skew = 1;
 };
 
 // The pieces of C that other ranks send this rank, summed into its block as they arrive: a few
 // receive slots, posted in the order the senders compute the pieces (so fresh memory stays at
-// a few pieces, not P of them).
+// a few pieces, not P of them). The sources from `hold` on are not posted until release():
+// the balancer may still give their pieces to other ranks (replace).
 template <class T>
 class PieceSummer {
  public:
   PieceSummer(const Comm& comm, std::vector<int> sources, index_t rows, index_t cols, T* C,
-              index_t ldc, int slots, int tag)
+              index_t ldc, int slots, int tag, std::size_t hold = SIZE_MAX)
       : comm_(comm), src_(std::move(sources)), rows_(rows), cols_(cols), C_(C), ldc_(ldc),
-        tag_(tag) {
+        tag_(tag), hold_(hold) {
     const std::size_t piece = static_cast<std::size_t>(rows * cols);
     slots = std::max(1, std::min<int>(slots, static_cast<int>(src_.size())));
     if (piece == 0) src_.clear();
@@ -176,11 +292,28 @@ class PieceSummer {
   PieceSummer(const PieceSummer&) = delete;
   PieceSummer& operator=(const PieceSummer&) = delete;
   void poke() { drain(false); }
-  void finish() { drain(true); }
+  void finish() {
+    release();
+    drain(true);
+  }
+  // The held piece from `from` comes from `to` instead.
+  void replace(int from, int to) {
+    for (std::size_t i = std::max(hold_, next_); i < src_.size(); ++i)
+      if (src_[i] == from) {
+        src_[i] = to;
+        return;
+      }
+  }
+  void release() {
+    if (hold_ == SIZE_MAX) return;
+    hold_ = SIZE_MAX;
+    for (std::size_t s = 0; s < req_.size(); ++s)
+      if (req_[s] == MPI_REQUEST_NULL) post(static_cast<int>(s));
+  }
 
  private:
   void post(int slot) {
-    if (next_ >= src_.size()) return;
+    if (next_ >= src_.size() || next_ >= hold_) return;
     MPI_Irecv(buf_.get() + static_cast<std::size_t>(slot) * rows_ * cols_,
               mpi_count(rows_ * cols_), mpi_type<T>(), src_[next_++], tag_, comm_.get(),
               &req_[static_cast<std::size_t>(slot)]);
@@ -208,6 +341,7 @@ class PieceSummer {
   T* C_;
   index_t ldc_;
   int tag_;
+  std::size_t hold_;
   AlignedPtr<T> buf_;
   std::vector<MPI_Request> req_;
 };
@@ -225,7 +359,7 @@ class PieceSummer {
 template <class T>
 void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B, index_t ldb,
                          T beta, T* C, index_t ldc, const KSplitLayout& L, const Comm& comm,
-                         KSplitTimes& times) {
+                         KSplitTimes& times, const KSplitBalance& balance = {}) {
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) {
     return std::chrono::duration<double>(clock::now() - t).count();
@@ -236,7 +370,8 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
   const index_t mloc = L.rows[my_r], nloc = L.cols[my_c];
   const auto& mine = L.parts[static_cast<std::size_t>(me)];
   const index_t kr = L.width(me);
-  constexpr int kTagA = 4101, kTagB = 4102, kTagC = 4103;
+  constexpr int kTagA = 4101, kTagB = 4102, kTagC = 4103, kTagMovedA = 4104, kTagMovedB = 4105;
+  const bool balancing = balance.enabled && pc >= 3;
   auto sz = [](index_t n) { return static_cast<std::size_t>(std::max<index_t>(n, 0)); };
   index_t b_cols = 0, m_all = 0, r_max = 0;
   for (index_t c : L.cols) b_cols = std::max(b_cols, c);
@@ -295,22 +430,117 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     else if (beta != T(1))
       for (index_t i = 0; i < mloc; ++i) cj[i] *= beta;
   }
-  PieceSummer<T> summer(comm, senders, mloc, nloc, C, ldc, pr + 1, kTagC);
+  // Balancing: the pieces of the steps that may move wait for the plan (they may come from
+  // other ranks).
+  const int first_movable = ksplit_first_movable(pc);
+  std::size_t hold = SIZE_MAX;
+  if (balancing)
+    for (std::size_t i = 0; i < senders.size() && hold == SIZE_MAX; ++i)
+      if (ksplit_step(senders[i], my_c, pc) >= first_movable) hold = i;
+  PieceSummer<T> summer(comm, senders, mloc, nloc, C, ldc, pr + 1, kTagC, hold);
 
   // Every transfer in flight, poked during the products and while waiting: a rank blocked in
   // a plain MPI wait would not repost its receive slots, and two such ranks could wait on each
   // other's pieces.
   Requests a_sends, b_sends[2], b_recvs[2], c_sends[2];
   std::vector<Requests> a_recvs(static_cast<std::size_t>(pr));
+
+  // ---- the balancer's state: the rates exchanged after the first step, the plan, the moved
+  // pieces' transfers ----
+  struct Moved {  // a piece this rank computes for another
+    int owner;
+    index_t rows, cols, width;
+    AlignedPtr<T> a, b, c;
+    Requests in;
+  };
+  double rate[2] = {0, 0};             // this rank's seconds per flop and elapsed seconds
+  std::vector<double> rates;           // every rank's, in rank order
+  MPI_Request rates_req = MPI_REQUEST_NULL;
+  bool planned = !balancing;
+  std::vector<std::pair<int, int>> given;  // (step, row) of my pieces that others compute
+  std::vector<std::unique_ptr<Moved>> taken;
+  std::vector<AlignedPtr<T>> moved_out;  // packed operands sent for moved pieces
+  Requests moved_sends, moved_products;
+  auto apply_plan = [&] {
+    std::vector<double> spf(static_cast<std::size_t>(P)), el(static_cast<std::size_t>(P));
+    for (int t = 0; t < P; ++t) spf[t] = rates[2 * t], el[t] = rates[2 * t + 1];
+    const std::vector<KMove> moves = ksplit_plan(L, spf, el, kKSplitSecPerWord, kKSplitMaxStolen);
+    times.moved = static_cast<int>(moves.size());
+    for (const KMove& mv : moves) {  // every rank walks the moves in the same order
+      const int v = mv.victim, u = mv.thief, r = mv.row;
+      const int c = ksplit_col(L, v, mv.step), a_owner = L.rank(r, v % pc);
+      const auto& vparts = L.parts[static_cast<std::size_t>(v)];
+      const index_t kv = L.width(v), rows = L.rows[r], cols = L.cols[c];
+      if (me == a_owner && me != u)  // my rows of A for v's part
+        for (const KRun& s : vparts) {
+          const T* src = A + s.a0 * lda;
+          if (lda != mloc) {
+            moved_out.push_back(aligned_alloc_array<T>(sz(s.width * mloc)));
+            for (index_t j = 0; j < s.width; ++j)
+              std::memcpy(moved_out.back().get() + j * mloc, src + j * lda, sizeof(T) * sz(mloc));
+            src = moved_out.back().get();
+          }
+          comm.isend(src, s.width * mloc, u, kTagMovedA, moved_sends);
+        }
+      if (my_c == c && me != u)  // my rows of B's block c for v's part
+        for (const KRun& s : vparts) {
+          if (s.qb != my_r) continue;
+          moved_out.push_back(aligned_alloc_array<T>(sz(s.width * nloc)));
+          T* dst = moved_out.back().get();
+          for (index_t j = 0; j < nloc; ++j)
+            std::memcpy(dst + j * s.width, B + s.b0 + j * ldb, sizeof(T) * sz(s.width));
+          comm.isend(dst, s.width * nloc, u, kTagMovedB, moved_sends);
+        }
+      if (me == v) given.push_back({mv.step, r});
+      if (me == L.rank(r, c)) summer.replace(v, u);
+      if (me != u) continue;
+      auto m = std::make_unique<Moved>();
+      m->owner = L.rank(r, c), m->rows = rows, m->cols = cols, m->width = kv;
+      m->a = aligned_alloc_array<T>(sz(rows * kv));
+      m->b = aligned_alloc_array<T>(sz(kv * cols));
+      m->c = aligned_alloc_array<T>(sz(rows * cols));
+      index_t off = 0;
+      for (const KRun& s : vparts) {
+        if (a_owner == me) {
+          for (index_t j = 0; j < s.width; ++j)
+            std::memcpy(m->a.get() + (off + j) * rows, A + (s.a0 + j) * lda, sizeof(T) * sz(rows));
+        } else {
+          comm.irecv(m->a.get() + off * rows, s.width * rows, a_owner, kTagMovedA, m->in);
+        }
+        const int b_owner = L.rank(s.qb, c);
+        if (b_owner == me) {
+          for (index_t j = 0; j < cols; ++j)
+            std::memcpy(m->b.get() + off + j * kv, B + s.b0 + j * ldb, sizeof(T) * sz(s.width));
+        } else if (vparts.size() == 1) {
+          comm.irecv(m->b.get(), kv * cols, b_owner, kTagMovedB, m->in);
+        } else {
+          comm.irecv_strided(m->b.get() + off, cols, s.width, kv, b_owner, kTagMovedB, m->in);
+        }
+        off += s.width;
+      }
+      taken.push_back(std::move(m));
+    }
+    summer.release();
+    planned = true;
+  };
+  auto check_plan = [&] {
+    if (planned || rates_req == MPI_REQUEST_NULL) return;
+    int flag = 0;
+    MPI_Test(&rates_req, &flag, MPI_STATUS_IGNORE);
+    if (flag) apply_plan();
+  };
+
   struct Poke {
     std::vector<Requests*> sets;
     PieceSummer<T>* summer;
+    std::function<void()> plan;
     void poke() {
       for (Requests* s : sets) s->poke();
       summer->poke();
+      plan();
     }
   } poke{{&b_recvs[0], &b_recvs[1], &b_sends[0], &b_sends[1], &c_sends[0], &c_sends[1],
-          &a_sends}, &summer};
+          &a_sends, &moved_sends, &moved_products}, &summer, check_plan};
   double wait = 0;
   auto timed_wait = [&](Requests& r) {
     const auto w0 = clock::now();
@@ -388,10 +618,22 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       }
     };
     const auto t1 = clock::now();
+    double first_step = 0, first_flops = 0;  // the balancer's measure: products of step 0
     if (kr > 0) post_b(0, 0);
     for (int step = 0; step < pc; ++step) {
       const int slot = step % 2, c = (my_c + my_r + step) % pc;
       if (step >= 1 && step + 1 < pc) send_b(step + 1);
+      if (balancing && step == 1) {  // every rank reports, even one without a part
+        rate[0] = first_flops > 0 ? first_step / first_flops * (me == balance.skew_rank ? balance.skew : 1) : 0;
+        rate[1] = since(t1);
+        rates.assign(static_cast<std::size_t>(2 * P), 0);
+        MPI_Iallgather(rate, 2, MPI_DOUBLE, rates.data(), 2, MPI_DOUBLE, comm.get(), &rates_req);
+      }
+      if (balancing && step == first_movable) {  // pieces from here on may move: the plan first
+        const auto w0 = clock::now();
+        while (!planned) poke.poke();
+        wait += since(w0);
+      }
       if (kr == 0) continue;
       timed_wait(b_recvs[slot]);
       if (step + 1 < pc) post_b(step + 1, 1 - slot);
@@ -400,18 +642,30 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       for (int i = 0; i < pr; ++i) {
         const int r = (my_r + i) % pr, t = L.rank(r, c);
         if (L.rows[r] == 0 || L.cols[c] == 0) continue;
+        if (std::find(given.begin(), given.end(), std::pair{step, r}) != given.end())
+          continue;  // another rank computes this piece
         timed_wait(a_recvs[r]);
+        const auto g0 = clock::now();
         if (t == me) {  // my own piece straight into my block
           gemm_with_progress<T>(e, mloc, nloc, kr, alpha, a_ptr[r], a_ld[r], b_buf[slot].get(),
                                 kr, T(1), C, ldc, &poke);
+          if (step == 0) first_step += since(g0), first_flops += ksplit_piece_flops(L, me, r, c);
           continue;
         }
         T* piece = c_buf[slot].get() + at;
         gemm_with_progress<T>(e, L.rows[r], L.cols[c], kr, alpha, a_ptr[r], a_ld[r],
                               b_buf[slot].get(), kr, T(0), piece, L.rows[r], &poke);
+        if (step == 0) first_step += since(g0), first_flops += ksplit_piece_flops(L, me, r, c);
         comm.isend(piece, L.rows[r] * L.cols[c], t, kTagC, c_sends[slot]);
         at += L.rows[r] * L.cols[c];
       }
+    }
+    // ---- the pieces taken from slower ranks, as their operands arrive ----
+    for (auto& m : taken) {
+      timed_wait(m->in);
+      gemm_with_progress<T>(e, m->rows, m->cols, m->width, alpha, m->a.get(), m->rows, m->b.get(),
+                            m->width, T(0), m->c.get(), m->rows, &poke);
+      comm.isend(m->c.get(), m->rows * m->cols, m->owner, kTagC, moved_products);
     }
     times.multiply = since(t1);
 
@@ -419,7 +673,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     const auto t2 = clock::now();
     summer.finish();
     for (int s = 0; s < 2; ++s) timed_wait(c_sends[s]), timed_wait(b_sends[s]);
-    timed_wait(a_sends);
+    timed_wait(a_sends), timed_wait(moved_sends), timed_wait(moved_products);
     times.combine = since(t2);
     times.wait = wait;
   } catch (const std::exception& x) {

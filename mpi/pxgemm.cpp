@@ -30,6 +30,9 @@
 //                            (maximum over the ranks) of the calls distmm answers
 //   DISTMM_MEM_LIMIT         bytes per rank for the algorithms (default: the node's available
 //                            memory over the grid's ranks on the node)
+//   DISTMM_KSPLIT_BALANCE    0: the k-split keeps every piece where the layout puts it (default:
+//                            the slowest ranks' last pieces move to the fastest)
+//   DISTMM_KSPLIT_SKEW=R:F   tests: grid rank R reports F times its measured time to the balancer
 #include <dlfcn.h>
 #include <mpi.h>
 #include <omp.h>
@@ -217,7 +220,11 @@ struct Settings {
   int direct = 1;
   index_t panel = 0;      // the direct path's panel width (0: from the shape)
   int threads = 1;
+  KSplitBalance balance;
   Settings() {
+    if (const char* s = std::getenv("DISTMM_KSPLIT_BALANCE")) balance.enabled = std::strcmp(s, "0") != 0;
+    if (const char* s = std::getenv("DISTMM_KSPLIT_SKEW"); s && std::strchr(s, ':'))
+      balance.skew_rank = std::atoi(s), balance.skew = std::atof(std::strchr(s, ':') + 1);
     if (const char* s = std::getenv("DISTMM_SCALAPACK_MIN")) min_volume = std::atof(s);
     if (const char* s = std::getenv("DISTMM_VERBOSE"); s && *s && std::strcmp(s, "0") != 0)
       verbose = std::max(1, std::atoi(s));
@@ -633,6 +640,7 @@ struct Phases {  // seconds on one rank (reported: the maximum over the grid's r
   double setup = 0;  // the grid's communicators (first call on a grid), the plan
   double a = 0, b = 0, c_in = 0, multiply = 0, wait = 0, c_out = 0;
   double pack = 0;  // the k-split: packing and posting its sends
+  int moved = -1;   // the k-split: pieces its balancer moved (-1: not the k-split)
 };
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -732,16 +740,18 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
   if (verbose)
     std::fprintf(stderr, "distmm: %s %d x %d x %d (%s, %s): %.3f s = setup %.3f, redistribute "
                  "A %.3f, B %.3f, C in %.3f, pack %.3f, multiply %.3f (fastest rank %.3f; waiting "
-                 "for panels %.3f), redistribute C out %.3f (max over ranks)\n", name, m, n, k,
+                 "for panels %.3f), redistribute C out %.3f (max over ranks)%s\n", name, m, n, k,
                  path.c_str(), algo.c_str(), mx[6], mx[7], mx[0], mx[1], mx[2], mx[8], mx[3], mn[3],
-                 mx[4], mx[5]);
+                 mx[4], mx[5],
+                 ph.moved >= 0 ? ("; pieces moved by the balancer: " + std::to_string(ph.moved)).c_str() : "");
   auto phases = [&](const double* x, const char* total) {
     return nlohmann::json{{"setup", x[7]}, {"redistribute_a", x[0]}, {"redistribute_b", x[1]},
                           {"redistribute_c_in", x[2]}, {"pack", x[8]}, {"multiply", x[3]},
                           {"multiply_waiting", x[4]}, {"redistribute_c_out", x[5]}, {total, x[6]}};
   };
-  append_stats(lower, m, n, k, algo, sec, false,
-               {{"path", path}, {"phases", phases(mx, "seconds_max")}, {"phases_min", phases(mn, "seconds")}});
+  nlohmann::json extra = {{"path", path}, {"phases", phases(mx, "seconds_max")}, {"phases_min", phases(mn, "seconds")}};
+  if (ph.moved >= 0) extra["pieces_moved"] = ph.moved;
+  append_stats(lower, m, n, k, algo, sec, false, extra);
 }
 
 // This rank's rows of sub(A) and sub(C) and columns of sub(B) and sub(C), as local spans.
@@ -815,8 +825,9 @@ bool try_ksplit(T alpha, const T* A, const int* Ad, const T* B, const int* Bd, T
   KSplitTimes kt;
   const index_t lda = Ad[LLD_], ldb = Bd[LLD_], ldc = Cd[LLD_];
   block_cyclic_ksplit<T>(engine(), alpha, A + sp.a.first, lda, B + sp.b.first * ldb, ldb, beta,
-                         C + sp.r.first + sp.c.first * ldc, ldc, L, comm, kt);
+                         C + sp.r.first + sp.c.first * ldc, ldc, L, comm, kt, st.balance);
   ph.pack = kt.pack, ph.multiply = kt.multiply, ph.wait = kt.wait, ph.c_out = kt.combine;
+  ph.moved = kt.moved;
   const double sec = since(t0);
   report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph, sec, verbose,
                 comm, root);

@@ -22,6 +22,8 @@
 #                          GPU machine's environment sets none: two copies per message)
 #   WITH_SUMMA=1           distmm with DISTMM_SCALAPACK_DIRECT=force (SUMMA on the block-cyclic
 #                          layout) as a fourth code in the rotation, except at 16384^3
+#   WITH_NOBALANCE=1       distmm with DISTMM_KSPLIT_BALANCE=0 (the k-split without its
+#                          balancer) in the rotation too, except at 16384^3
 #   EST="8192x8192x8192=25 4096x4096x65536=30 16384x16384x16384=50 sweep=45" seconds per round
 set -uo pipefail
 dir=$1 cosma=$2 out=$3 budget=${4:-420}
@@ -53,6 +55,8 @@ run() {
     pdgemm) lines=$(mpi "$dir/pxgemm_driver" bench $m $n $k 256 4 4 $calls 0) ;;
     distmm) lines=$(mpi "${preload[@]}" "$dir/pxgemm_driver" bench $m $n $k 256 4 4 $calls 0) ;;
     distmm-summa) lines=$(mpi "${preload[@]}" -x DISTMM_SCALAPACK_DIRECT=force "$dir/pxgemm_driver" \
+                            bench $m $n $k 256 4 4 $calls 0) ;;
+    distmm-nobalance) lines=$(mpi "${preload[@]}" -x DISTMM_KSPLIT_BALANCE=0 "$dir/pxgemm_driver" \
                             bench $m $n $k 256 4 4 $calls 0) ;;
     distmm-redist) lines=$(mpi "${preload[@]}" -x DISTMM_SCALAPACK_DIRECT=0 "$dir/pxgemm_driver" \
                              bench $m $n $k 256 4 4 $calls 0) ;;
@@ -100,6 +104,7 @@ for step in $plan; do
   IFS=x read -r m n k <<< "$shape"
   codes=(pdgemm distmm cosma)
   [ -n "${WITH_SUMMA:-}" ] && codes+=(distmm-summa)
+  [ -n "${WITH_NOBALANCE:-}" ] && codes+=(distmm-nobalance)
   [ "$shape" = 16384x16384x16384 ] && codes=(pdgemm distmm)
   for r in $(seq 1 "$rounds"); do
     fits "${est[$shape]:-60}" "$shape round $r" || break

@@ -5,7 +5,9 @@
 # phase times, on 4+ ranks some in place on the BLACS grid and some redistributed.
 # DIRECT (default 1) is DISTMM_SCALAPACK_DIRECT: with 1 on 4+ ranks the k-dominant cases must
 # have run the k-split, with ksplit every aligned case does. ARGS (e.g. `random SEED COUNT`)
-# go to the driver; then only the answers are checked, not which paths ran.
+# go to the driver; then only the answers are checked, not which paths ran. With
+# DISTMM_KSPLIT_SKEW set (R:F, grid rank R reports F times its time to the k-split's balancer),
+# some call must have moved pieces.
 #   driver_test.sh plain|linked|LIB NPROCS DRIVER MPIEXEC [DIRECT [ARGS...]]
 set -euo pipefail
 mode=$1 np=$2 driver=$3 mpiexec=$4 direct=${5:-1}
@@ -16,6 +18,7 @@ trap 'rm -rf "$work"' EXIT
 stats=$work/stats.jsonl
 export DISTMM_SCALAPACK_MIN=0 DISTMM_SCALAPACK_STATS=$stats DISTMM_VERBOSE=1 DISTMM_SCALAPACK_DIRECT=$direct
 preload=()
+[ -n "${DISTMM_KSPLIT_SKEW:-}" ] && preload+=(-x DISTMM_KSPLIT_SKEW)
 case $mode in plain|linked) ;; *) preload=(-x LD_PRELOAD="$mode") ;; esac
 set +e
 timeout 300 "$mpiexec" -n "$np" --oversubscribe "${preload[@]}" -x DISTMM_SCALAPACK_MIN \
@@ -44,6 +47,11 @@ for line in open(sys.argv[1]):
     if lo and any(v > hi["seconds_max" if k == "seconds" else k] + 1e-12 for k, v in lo.items()):
         sys.exit(1)
 PY
+  if [ -n "${DISTMM_KSPLIT_SKEW:-}" ]; then
+    moved=$(grep -o '"pieces_moved":[0-9]*' "$stats" | cut -d: -f2 | sort -n | tail -1)
+    echo "most pieces moved in one call: ${moved:-none}"
+    [ "${moved:-0}" -gt 0 ] || { echo "FAIL: DISTMM_KSPLIT_SKEW set, but the balancer moved no piece"; exit 1; }
+  fi
   if [ "$np" -ge 4 ] && [ ${#args[@]} -eq 0 ]; then  # both paths ran: in place on the BLACS grid, and redistributed
     grep -q '"path":"block-cyclic"' "$stats" || { echo "FAIL: no call ran on the block-cyclic layout"; exit 1; }
     grep -q '"path":"redistributed"' "$stats" || { echo "FAIL: no call was redistributed"; exit 1; }
