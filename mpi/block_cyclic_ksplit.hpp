@@ -33,11 +33,13 @@
 // depends on the plan (the steps whose pieces may move) starts only after the plan is known.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -131,73 +133,138 @@ inline double ksplit_piece_flops(const KSplitLayout& L, int t, int r, int c) {
          double(L.width(t));
 }
 
+// The balancer's checkpoints. At each the ranks exchange reports (KReport), and the plan made
+// from them moves pieces of the steps from `first` on; a rank that may give pieces knows the
+// plan before it starts step `first`. The first report comes halfway through step 0, so that
+// a rank up to about three times faster than the slowest does not wait for the first plan
+// (it has a step and a half to do before step 2); the second (four or more steps) comes after
+// step pc - 3 and corrects the first for the last step alone, from rates measured over more of
+// the run: the rates drift (on the H100 host one core's time for equal DGEMMs moved by 10-15%
+// from one second to the next). Only the ranks the first plan left late may give pieces at the
+// second, and only they wait for it; the others go on.
+struct KCheckpoint {
+  int first;
+};
+inline std::vector<KCheckpoint> ksplit_checkpoints(int pc) {
+  std::vector<KCheckpoint> v;
+  if (pc < 3) return v;
+  v.push_back({std::max(2, pc - 2)});
+  if (pc >= 4) v.push_back({pc - 1});
+  return v;
+}
+// The step after which the second report is posted (the first: halfway through step 0).
+inline int ksplit_second_report(int pc) { return pc - 3; }
+
+// A rank's report: seconds per flop over its products so far (0: unknown, and then it neither
+// gives nor takes), seconds since its first step started, and the flops it still has to do
+// before the checkpoint's step `first`.
+struct KReport {
+  double sec_per_flop = 0, elapsed = 0, flops_before = 0;
+};
+
 // A piece of rank `victim`'s step `step` (the rows of process row `row`) computed by `thief`.
 struct KMove {
   int victim, step, row, thief;
 };
 
-// The first step whose pieces may move: the rates are exchanged after step 0 and the plan is
-// needed before this step starts, so a rank waits for the slowest to finish step 0 only when it
-// is more than twice as fast; with many steps, the last two.
-inline int ksplit_first_movable(int pc) { return std::max(2, pc - 2); }
-
-// The balancer's plan, the same on every rank (a function of the layout and the exchanged
-// numbers alone). sec_per_flop[t] is rank t's measured rate over its first step (0: unknown,
-// and then it neither gives nor takes), elapsed[t] its seconds from its first step's start to
-// its report. A rank's predicted finish is elapsed + (its remaining pieces' flops) x rate.
-// Greedily, while it pays: the rank predicted last gives its next movable piece (from the steps
-// ksplit_first_movable on, the last computed first; not a piece of its own block of C) to the
-// rank that would then finish
-// first (not the piece's owner, at most max_per_thief pieces each), charging the thief the
+// The balancer's plan at checkpoint `cp`, the same on every rank (a function of the layout, the
+// reports and the earlier checkpoints' moves alone). A rank's predicted finish: it reaches step
+// cp.first after what it still has before it, or when the plan is known (the last report) if
+// later, then computes what is left of its own pieces from cp.first on and the pieces it has
+// taken. Greedily, while it pays: the rank predicted last (among those `may_give` allows, all
+// when null) gives its next movable piece (from step cp.first on, the last computed first; not
+// a piece of its own block of C) to the rank that would then finish first (not the piece's
+// owner, at most max_per_thief pieces each over all checkpoints), charging the thief the
 // piece's words at sec_per_word; a move must bring the pair's later finish down by a tenth of
-// the piece's time on the victim, so that noise in the rates does not move pieces back and forth.
-inline std::vector<KMove> ksplit_plan(const KSplitLayout& L, const std::vector<double>& sec_per_flop,
-                                      const std::vector<double>& elapsed, double sec_per_word,
-                                      int max_per_thief) {
+// the piece's time on the victim, so that noise in the rates does not move pieces back and
+// forth. `predicted` (optional) gets every rank's finish as predicted after the moves.
+inline std::vector<KMove> ksplit_plan(const KSplitLayout& L, KCheckpoint cp,
+                                      const std::vector<KReport>& reports,
+                                      const std::vector<KMove>& earlier, double sec_per_word,
+                                      int max_per_thief, const std::vector<char>* may_give = nullptr,
+                                      std::vector<double>* predicted = nullptr) {
   const int pr = L.nprow, pc = L.npcol, P = pr * pc;
   std::vector<KMove> moves;
   if (pc < 3 || P < 2) return moves;
+  auto words_of = [&](int v, int r, int c) {
+    return double(L.rows[r]) * double(L.width(v)) + double(L.width(v)) * double(L.cols[c]) +
+           double(L.rows[r]) * double(L.cols[c]);
+  };
+  auto moved = [&](int t, int step, int r) {
+    for (const KMove& m : earlier)
+      if (m.victim == t && m.step == step && m.row == r) return true;
+    return false;
+  };
+  auto spf = [&](int t) { return reports[static_cast<std::size_t>(t)].sec_per_flop; };
+  double known = 0;  // when the plan is known: the last report
+  for (const KReport& x : reports) known = std::max(known, x.elapsed);
   std::vector<double> pred(static_cast<std::size_t>(P));
+  std::vector<int> taken(static_cast<std::size_t>(P), 0);
   std::vector<std::vector<std::pair<int, int>>> movable(static_cast<std::size_t>(P));  // (step, row)
   for (int t = 0; t < P; ++t) {
-    double rem = 0;
-    for (int step = 1; step < pc; ++step)
-      for (int r = 0; r < pr; ++r) rem += ksplit_piece_flops(L, t, r, ksplit_col(L, t, step));
-    pred[t] = elapsed[t] + rem * sec_per_flop[t];
-    for (int step = pc - 1; step >= ksplit_first_movable(pc); --step) {
+    const KReport& x = reports[static_cast<std::size_t>(t)];
+    double rest = 0, rest_words = 0;
+    for (int step = cp.first; step < pc; ++step)
+      for (int r = 0; r < pr; ++r)
+        if (!moved(t, step, r)) rest += ksplit_piece_flops(L, t, r, ksplit_col(L, t, step));
+    for (const KMove& m : earlier)
+      if (m.thief == t) {
+        const int c = ksplit_col(L, m.victim, m.step);
+        rest += ksplit_piece_flops(L, m.victim, m.row, c), rest_words += words_of(m.victim, m.row, c);
+        ++taken[t];
+      }
+    pred[t] = std::max(x.elapsed + x.flops_before * x.sec_per_flop, known) + rest * x.sec_per_flop +
+              rest_words * sec_per_word;
+    if (may_give && !(*may_give)[static_cast<std::size_t>(t)]) continue;
+    for (int step = pc - 1; step >= cp.first; --step) {
       const int c = ksplit_col(L, t, step);
       for (int i = pr - 1; i >= 0; --i) {
         const int r = (t / pc + i) % pr;
-        if (ksplit_piece_flops(L, t, r, c) > 0 && L.rank(r, c) != t) movable[t].push_back({step, r});
+        if (ksplit_piece_flops(L, t, r, c) > 0 && L.rank(r, c) != t && !moved(t, step, r))
+          movable[t].push_back({step, r});
       }
     }
   }
-  std::vector<int> taken(static_cast<std::size_t>(P), 0);
   std::vector<std::size_t> given(static_cast<std::size_t>(P), 0);
   while (true) {
     int v = -1;
     for (int t = 0; t < P; ++t)
-      if (sec_per_flop[t] > 0 && (v < 0 || pred[t] > pred[v])) v = t;
+      if (spf(t) > 0 && (v < 0 || pred[t] > pred[v])) v = t;
     if (v < 0 || given[v] == movable[v].size()) break;  // the last rank cannot give more
     const auto [step, r] = movable[v][given[v]];
     const int c = ksplit_col(L, v, step), owner = L.rank(r, c);
-    const double f = ksplit_piece_flops(L, v, r, c);
-    const double words = double(L.rows[r]) * double(L.width(v)) + double(L.width(v)) * double(L.cols[c]) +
-                         double(L.rows[r]) * double(L.cols[c]);
+    const double f = ksplit_piece_flops(L, v, r, c), words = words_of(v, r, c);
     int u = -1;
     double u_end = 0;
     for (int t = 0; t < P; ++t) {
-      if (t == v || t == owner || sec_per_flop[t] <= 0 || L.width(t) == 0 || taken[t] >= max_per_thief)
+      if (t == v || t == owner || spf(t) <= 0 || L.width(t) == 0 || taken[t] >= max_per_thief)
         continue;
-      const double end = pred[t] + f * sec_per_flop[t] + words * sec_per_word;
+      const double end = pred[t] + f * spf(t) + words * sec_per_word;
       if (u < 0 || end < u_end) u = t, u_end = end;
     }
-    const double v_end = pred[v] - f * sec_per_flop[v];
-    if (u < 0 || std::max(u_end, v_end) > pred[v] - 0.1 * f * sec_per_flop[v]) break;
+    const double v_end = pred[v] - f * spf(v);
+    if (u < 0 || std::max(u_end, v_end) > pred[v] - 0.1 * f * spf(v)) break;
     moves.push_back({v, step, r, u});
     pred[v] = v_end, pred[u] = u_end, ++taken[u], ++given[v];
   }
+  if (predicted) *predicted = pred;
   return moves;
+}
+
+// The ranks that may give pieces at the second checkpoint: those the first plan predicted to
+// finish at or after the median (of the ranks with known rates).
+inline std::vector<char> ksplit_late_ranks(const std::vector<double>& predicted,
+                                           const std::vector<KReport>& reports) {
+  std::vector<double> known;
+  for (std::size_t t = 0; t < predicted.size(); ++t)
+    if (reports[t].sec_per_flop > 0) known.push_back(predicted[t]);
+  std::vector<char> late(predicted.size(), 0);
+  if (known.empty()) return late;
+  std::nth_element(known.begin(), known.begin() + static_cast<long>(known.size() / 2), known.end());
+  const double median = known[known.size() / 2];
+  for (std::size_t t = 0; t < predicted.size(); ++t)
+    late[t] = reports[t].sec_per_flop > 0 && predicted[t] >= median;
+  return late;
 }
 
 // What rank `me` sends of B at each step: (fetching rank, run), the runs of its process row.
@@ -268,6 +335,7 @@ struct KSplitBalance {
   bool enabled = true;
   int skew_rank = -1;
   double skew = 1;
+  bool trace = false;  // one line per rank on stderr: rates, predicted and actual finish
 };
 
 // The pieces of C that other ranks send this rank, summed into its block as they arrive: a few
@@ -430,13 +498,14 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     else if (beta != T(1))
       for (index_t i = 0; i < mloc; ++i) cj[i] *= beta;
   }
-  // Balancing: the pieces of the steps that may move wait for the plan (they may come from
-  // other ranks).
-  const int first_movable = ksplit_first_movable(pc);
+  // Balancing: the pieces of the steps that may move wait for the last plan (they may come
+  // from other ranks).
+  const std::vector<KCheckpoint> cps = balancing ? ksplit_checkpoints(pc) : std::vector<KCheckpoint>{};
+  const std::size_t ncp = cps.size();
   std::size_t hold = SIZE_MAX;
-  if (balancing)
+  if (ncp > 0)
     for (std::size_t i = 0; i < senders.size() && hold == SIZE_MAX; ++i)
-      if (ksplit_step(senders[i], my_c, pc) >= first_movable) hold = i;
+      if (ksplit_step(senders[i], my_c, pc) >= cps[0].first) hold = i;
   PieceSummer<T> summer(comm, senders, mloc, nloc, C, ldc, pr + 1, kTagC, hold);
 
   // Every transfer in flight, poked during the products and while waiting: a rank blocked in
@@ -453,19 +522,28 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     AlignedPtr<T> a, b, c;
     Requests in;
   };
-  double rate[2] = {0, 0};             // this rank's seconds per flop and elapsed seconds
-  std::vector<double> rates;           // every rank's, in rank order
-  MPI_Request rates_req = MPI_REQUEST_NULL;
-  bool planned = !balancing;
+  // Per checkpoint: this rank's report, every rank's (in rank order), the exchange, whether its
+  // plan is applied; the ranks that may give pieces at the second.
+  std::vector<std::array<double, 3>> rate(ncp, {0, 0, 0});
+  std::vector<std::vector<double>> rates(ncp);
+  std::vector<MPI_Request> rates_req(ncp, MPI_REQUEST_NULL);
+  std::vector<char> planned(ncp, 0), late;
+  std::vector<KMove> all_moves;
+  std::vector<double> predicted(ncp, 0);  // my finish as each plan predicted it (trace)
   std::vector<std::pair<int, int>> given;  // (step, row) of my pieces that others compute
   std::vector<std::unique_ptr<Moved>> taken;
   std::vector<AlignedPtr<T>> moved_out;  // packed operands sent for moved pieces
   Requests moved_sends, moved_products;
-  auto apply_plan = [&] {
-    std::vector<double> spf(static_cast<std::size_t>(P)), el(static_cast<std::size_t>(P));
-    for (int t = 0; t < P; ++t) spf[t] = rates[2 * t], el[t] = rates[2 * t + 1];
-    const std::vector<KMove> moves = ksplit_plan(L, spf, el, kKSplitSecPerWord, kKSplitMaxStolen);
-    times.moved = static_cast<int>(moves.size());
+  auto apply_plan = [&](std::size_t j) {
+    std::vector<KReport> reports(static_cast<std::size_t>(P));
+    for (int t = 0; t < P; ++t) reports[t] = {rates[j][3 * t], rates[j][3 * t + 1], rates[j][3 * t + 2]};
+    std::vector<double> pred;
+    const std::vector<KMove> moves = ksplit_plan(L, cps[j], reports, all_moves, kKSplitSecPerWord,
+                                                 kKSplitMaxStolen, j == 0 ? nullptr : &late, &pred);
+    if (j == 0) late = ksplit_late_ranks(pred, reports);
+    predicted[j] = pred[static_cast<std::size_t>(me)];
+    all_moves.insert(all_moves.end(), moves.begin(), moves.end());
+    times.moved = static_cast<int>(all_moves.size());
     for (const KMove& mv : moves) {  // every rank walks the moves in the same order
       const int v = mv.victim, u = mv.thief, r = mv.row;
       const int c = ksplit_col(L, v, mv.step), a_owner = L.rank(r, v % pc);
@@ -520,14 +598,18 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       }
       taken.push_back(std::move(m));
     }
-    summer.release();
-    planned = true;
+    planned[j] = 1;
+    if (j + 1 == ncp) summer.release();
   };
-  auto check_plan = [&] {
-    if (planned || rates_req == MPI_REQUEST_NULL) return;
-    int flag = 0;
-    MPI_Test(&rates_req, &flag, MPI_STATUS_IGNORE);
-    if (flag) apply_plan();
+  auto check_plan = [&] {  // the plans in order: each builds on the earlier moves
+    for (std::size_t j = 0; j < ncp; ++j) {
+      if (planned[j]) continue;
+      if (rates_req[j] == MPI_REQUEST_NULL) return;
+      int flag = 0;
+      MPI_Test(&rates_req[j], &flag, MPI_STATUS_IGNORE);
+      if (!flag) return;
+      apply_plan(j);
+    }
   };
 
   struct Poke {
@@ -618,21 +700,43 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       }
     };
     const auto t1 = clock::now();
-    double first_step = 0, first_flops = 0;  // the balancer's measure: products of step 0
+    double product_s = 0, product_flops = 0;  // the balancer's measure: my products so far
+    // My flops from piece i of step `from` up to step `first` (not counting pieces given away).
+    auto flops_before = [&](int from, int i0, int first) {
+      double f = 0;
+      for (int st = from; st < first && kr > 0; ++st)
+        for (int i = st == from ? i0 : 0; i < pr; ++i) {
+          const int r = (my_r + i) % pr, c = ksplit_col(L, me, st);
+          if (std::find(given.begin(), given.end(), std::pair{st, r}) == given.end())
+            f += ksplit_piece_flops(L, me, r, c);
+        }
+      return f;
+    };
+    auto report = [&](std::size_t j, int step, int i) {  // every rank, once per checkpoint
+      if (j >= ncp || rates_req[j] != MPI_REQUEST_NULL || planned[j]) return;
+      const double skew = me == balance.skew_rank ? balance.skew : 1;
+      rate[j] = {product_flops > 0 ? product_s / product_flops * skew : 0, since(t1),
+                 flops_before(step, i, cps[j].first)};
+      rates[j].assign(static_cast<std::size_t>(3 * P), 0);
+      MPI_Iallgather(rate[j].data(), 3, MPI_DOUBLE, rates[j].data(), 3, MPI_DOUBLE, comm.get(),
+                     &rates_req[j]);
+    };
+    auto wait_plan = [&](std::size_t j) {
+      const auto w0 = clock::now();
+      while (!planned[j]) poke.poke();
+      wait += since(w0);
+    };
     if (kr > 0) post_b(0, 0);
     for (int step = 0; step < pc; ++step) {
       const int slot = step % 2, c = (my_c + my_r + step) % pc;
       if (step >= 1 && step + 1 < pc) send_b(step + 1);
-      if (balancing && step == 1) {  // every rank reports, even one without a part
-        rate[0] = first_flops > 0 ? first_step / first_flops * (me == balance.skew_rank ? balance.skew : 1) : 0;
-        rate[1] = since(t1);
-        rates.assign(static_cast<std::size_t>(2 * P), 0);
-        MPI_Iallgather(rate, 2, MPI_DOUBLE, rates.data(), 2, MPI_DOUBLE, comm.get(), &rates_req);
-      }
-      if (balancing && step == first_movable) {  // pieces from here on may move: the plan first
-        const auto w0 = clock::now();
-        while (!planned) poke.poke();
-        wait += since(w0);
+      if (ncp > 0) {
+        if (step == 1) report(0, 1, 0);  // if not made halfway through step 0
+        if (ncp > 1 && step == ksplit_second_report(pc) + 1) report(1, step, 0);
+        // Pieces from here on may move: the plan first (the second plan: only for the ranks
+        // the first left late, the others' pieces stay).
+        if (step == cps[0].first) wait_plan(0);
+        if (ncp > 1 && step == cps[1].first && late[static_cast<std::size_t>(me)]) wait_plan(1);
       }
       if (kr == 0) continue;
       timed_wait(b_recvs[slot]);
@@ -641,6 +745,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       index_t at = 0;
       for (int i = 0; i < pr; ++i) {
         const int r = (my_r + i) % pr, t = L.rank(r, c);
+        if (step == 0 && i == (pr + 1) / 2) report(0, 0, i);  // halfway through step 0
         if (L.rows[r] == 0 || L.cols[c] == 0) continue;
         if (std::find(given.begin(), given.end(), std::pair{step, r}) != given.end())
           continue;  // another rank computes this piece
@@ -649,18 +754,19 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
         if (t == me) {  // my own piece straight into my block
           gemm_with_progress<T>(e, mloc, nloc, kr, alpha, a_ptr[r], a_ld[r], b_buf[slot].get(),
                                 kr, T(1), C, ldc, &poke);
-          if (step == 0) first_step += since(g0), first_flops += ksplit_piece_flops(L, me, r, c);
+          product_s += since(g0), product_flops += ksplit_piece_flops(L, me, r, c);
           continue;
         }
         T* piece = c_buf[slot].get() + at;
         gemm_with_progress<T>(e, L.rows[r], L.cols[c], kr, alpha, a_ptr[r], a_ld[r],
                               b_buf[slot].get(), kr, T(0), piece, L.rows[r], &poke);
-        if (step == 0) first_step += since(g0), first_flops += ksplit_piece_flops(L, me, r, c);
+        product_s += since(g0), product_flops += ksplit_piece_flops(L, me, r, c);
         comm.isend(piece, L.rows[r] * L.cols[c], t, kTagC, c_sends[slot]);
         at += L.rows[r] * L.cols[c];
       }
     }
-    // ---- the pieces taken from slower ranks, as their operands arrive ----
+    // ---- the pieces taken from slower ranks, as their operands arrive (every plan known) ----
+    for (std::size_t j = 0; j < ncp; ++j) wait_plan(j);
     for (auto& m : taken) {
       timed_wait(m->in);
       gemm_with_progress<T>(e, m->rows, m->cols, m->width, alpha, m->a.get(), m->rows, m->b.get(),
@@ -668,6 +774,17 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       comm.isend(m->c.get(), m->rows * m->cols, m->owner, kTagC, moved_products);
     }
     times.multiply = since(t1);
+    if (balance.trace) {
+      std::string line = "distmm: k-split rank " + std::to_string(me) + ": products " +
+                         std::to_string(product_s) + " s at " +
+                         std::to_string(product_flops / std::max(product_s, 1e-9) / 1e9) +
+                         " GFLOP/s, gave " + std::to_string(given.size()) + ", took " +
+                         std::to_string(taken.size()) + ", waited " + std::to_string(wait) +
+                         " s, done at " + std::to_string(times.multiply) + " s; predicted";
+      for (std::size_t j = 0; j < ncp; ++j)
+        line += " " + std::to_string(predicted[j]) + " (rate " + std::to_string(rate[j][0] * 1e12) + " ps/flop)";
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
 
     // ---- the last pieces in; every send done ----
     const auto t2 = clock::now();

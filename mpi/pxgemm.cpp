@@ -25,7 +25,8 @@
 //   DISTMM_THREADS           threads per rank for the engine (default OMP_NUM_THREADS, else 1)
 //   DISTMM_SCALAPACK_MIN     m*n*k below which the real routine answers (default below)
 //   DISTMM_VERBOSE=1         lines on stderr at the first call (grid rank 0): what answers it,
-//                            and its phase times; DISTMM_VERBOSE=2: every call
+//                            and its phase times; DISTMM_VERBOSE=2: every call; 3: also one line
+//                            per rank from the k-split's balancer (rates, predicted and actual)
 //   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0), with the phase times
 //                            (maximum over the ranks) of the calls distmm answers
 //   DISTMM_MEM_LIMIT         bytes per rank for the algorithms (default: the node's available
@@ -223,6 +224,7 @@ struct Settings {
   KSplitBalance balance;
   Settings() {
     if (const char* s = std::getenv("DISTMM_KSPLIT_BALANCE")) balance.enabled = std::strcmp(s, "0") != 0;
+    if (const char* s = std::getenv("DISTMM_VERBOSE")) balance.trace = std::atoi(s) >= 3;
     if (const char* s = std::getenv("DISTMM_KSPLIT_SKEW"); s && std::strchr(s, ':'))
       balance.skew_rank = std::atoi(s), balance.skew = std::atof(std::strchr(s, ':') + 1);
     if (const char* s = std::getenv("DISTMM_SCALAPACK_MIN")) min_volume = std::atof(s);
