@@ -324,6 +324,15 @@ inline double ksplit_bytes(const KSplitLayout& L, int me, std::size_t elem) {
          (m * kr + sent_a + 2 * kr * nmax + b_out + 2 * m * nmax + double(L.nprow + 1) * own + stolen);
 }
 
+// dst (ld_dst) = the rows x cols block of src (ld_src), column by column: every packing and
+// local copy of the k-split's operands.
+template <class T>
+void copy_columns(T* dst, index_t ld_dst, const T* src, index_t ld_src, index_t rows, index_t cols) {
+  if (rows <= 0) return;
+  for (index_t j = 0; j < cols; ++j)
+    std::memcpy(dst + j * ld_dst, src + j * ld_src, sizeof(T) * static_cast<std::size_t>(rows));
+}
+
 struct KSplitTimes {
   double pack = 0, wait = 0, multiply = 0, combine = 0;
   int moved = 0;  // pieces the balancer moved (the same on every rank)
@@ -554,8 +563,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
           const T* src = A + s.a0 * lda;
           if (lda != mloc) {
             moved_out.push_back(aligned_alloc_array<T>(sz(s.width * mloc)));
-            for (index_t j = 0; j < s.width; ++j)
-              std::memcpy(moved_out.back().get() + j * mloc, src + j * lda, sizeof(T) * sz(mloc));
+            copy_columns(moved_out.back().get(), mloc, src, lda, mloc, s.width);
             src = moved_out.back().get();
           }
           comm.isend(src, s.width * mloc, u, kTagMovedA, moved_sends);
@@ -565,8 +573,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
           if (s.qb != my_r) continue;
           moved_out.push_back(aligned_alloc_array<T>(sz(s.width * nloc)));
           T* dst = moved_out.back().get();
-          for (index_t j = 0; j < nloc; ++j)
-            std::memcpy(dst + j * s.width, B + s.b0 + j * ldb, sizeof(T) * sz(s.width));
+          copy_columns(dst, s.width, B + s.b0, ldb, s.width, nloc);
           comm.isend(dst, s.width * nloc, u, kTagMovedB, moved_sends);
         }
       if (me == v) given.push_back({mv.step, r});
@@ -580,15 +587,13 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       index_t off = 0;
       for (const KRun& s : vparts) {
         if (a_owner == me) {
-          for (index_t j = 0; j < s.width; ++j)
-            std::memcpy(m->a.get() + (off + j) * rows, A + (s.a0 + j) * lda, sizeof(T) * sz(rows));
+          copy_columns(m->a.get() + off * rows, rows, A + s.a0 * lda, lda, rows, s.width);
         } else {
           comm.irecv(m->a.get() + off * rows, s.width * rows, a_owner, kTagMovedA, m->in);
         }
         const int b_owner = L.rank(s.qb, c);
         if (b_owner == me) {
-          for (index_t j = 0; j < cols; ++j)
-            std::memcpy(m->b.get() + off + j * kv, B + s.b0 + j * ldb, sizeof(T) * sz(s.width));
+          copy_columns(m->b.get() + off, kv, B + s.b0, ldb, s.width, cols);
         } else if (vparts.size() == 1) {
           comm.irecv(m->b.get(), kv * cols, b_owner, kTagMovedB, m->in);
         } else {
@@ -641,8 +646,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
         const T* src = A + s.a0 * lda;
         if (!a_contiguous) {
           T* dst = a_pack.get() + at;
-          for (index_t j = 0; j < s.width; ++j)
-            std::memcpy(dst + j * mloc, src + j * lda, sizeof(T) * sz(mloc));
+          copy_columns(dst, mloc, src, lda, mloc, s.width);
           src = dst, at += s.width * mloc;
         }
         comm.isend(src, s.width * mloc, L.rank(r, my_c), kTagA, a_sends);
@@ -656,8 +660,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       for (const KRun& s : mine) {
         T* dst = a_buf[r].get() + off * rows;
         if (r == my_r) {
-          for (index_t j = 0; j < s.width; ++j)
-            std::memcpy(dst + j * rows, A + (s.a0 + j) * lda, sizeof(T) * sz(rows));
+          copy_columns(dst, rows, A + s.a0 * lda, lda, rows, s.width);
         } else {
           comm.irecv(dst, s.width * rows, L.rank(r, my_c), kTagA, a_recvs[r]);
         }
@@ -673,8 +676,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       index_t at = 0;
       for (const auto& [t, s] : b_out[static_cast<std::size_t>(step)]) {
         T* dst = b_pack[slot].get() + at;
-        for (index_t j = 0; j < nloc; ++j)
-          std::memcpy(dst + j * s->width, B + s->b0 + j * ldb, sizeof(T) * sz(s->width));
+        copy_columns(dst, s->width, B + s->b0, ldb, s->width, nloc);
         comm.isend(dst, s->width * nloc, t, kTagB, b_sends[slot]);
         at += s->width * nloc;
       }
