@@ -14,7 +14,9 @@
 # single-copy transport on a node, for every code, where the environment turned it off, as the
 # GPU machine's image does; see the README), WARMUP (untimed multiplies before the timed one in
 # each process, default 1; 0 halves the time of a round at n = 32768, every code then paying its
-# first touch of fresh buffers alike).
+# first touch of fresh buffers alike), FIRST_ROUND (the first round's number, default 0: a job
+# split over several commands continues the rotation), CALIBRATE=0 (keep DISTMM_MACHINE_FILE as
+# an earlier part of the job wrote it), TABLE_ONLY=1 (run nothing: the table of BENCH_JSON).
 # Through the device tool: carry .device and a CPU build, start with `source .device/env.sh &&`.
 # Budget: a 32-core host multiplies n = 16384 in ~9-12 s per code, n = 32768 in ~70-90 s, so
 # 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs, e.g.
@@ -26,15 +28,18 @@ sizes=${2:-"1024"}
 rounds=${3:-5}
 bin=${DISTMM_BIN:-build/distmm}
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
+first=${FIRST_ROUND:-0}
+[ -z "${TABLE_ONLY:-}" ] || { [ -s "$out" ] || { echo "bench_caps.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }; configs=""; }
 export DISTMM_MACHINE_FILE=${DISTMM_MACHINE_FILE:-$(mktemp --suffix=.json)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ -z "${SINGLE_COPY:-}" ] || export OMPI_MCA_btl_vader_single_copy_mechanism=$SINGLE_COPY
 IFS=';' read -ra codes <<< "${CODES:-caps --formula strassen;caps --formula winograd;summa;cuboid;auto}"
 for cfg in $configs; do
   np=${cfg%%:*} threads=${cfg#*:}
-  mpirun -n "$np" --oversubscribe ${MPIRUN_ARGS:-} "$bin" calibrate --threads "$threads" --file "$DISTMM_MACHINE_FILE"
+  [ "${CALIBRATE:-1}" = 0 ] ||
+    mpirun -n "$np" --oversubscribe ${MPIRUN_ARGS:-} "$bin" calibrate --threads "$threads" --file "$DISTMM_MACHINE_FILE"
   for n in $sizes; do
-    for ((r = 0; r < rounds; ++r)); do
+    for ((r = first; r < first + rounds; ++r)); do
       for ((i = 0; i < ${#codes[@]}; ++i)); do
         code=${codes[$(( (i + r) % ${#codes[@]} ))]}
         # shellcheck disable=SC2086

@@ -110,8 +110,9 @@ class DeviceComm {
   virtual void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
   virtual void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) = 0;
   // Exchanges (sendrecv, send, recv) between group_start and group_end proceed together: NCCL's
-  // groups; through MPI they are queued and posted at once at group_end. Collectives run at
-  // once: call them outside groups.
+  // groups; through MPI they are queued and posted at once at group_end. Broadcasts may be
+  // grouped too (NCCL launches them together; MPI runs each at once, in the call order, which
+  // every rank shares); other collectives belong outside groups.
   virtual void group_start() {}
   virtual void group_end() {}
   virtual int rank() const = 0;

@@ -224,13 +224,17 @@ class Summa final : public AlgorithmBase<Summa> {
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
     sp.comm_waits_for_compute();  // the operands are ready
     const int steps = static_cast<int>(panels_.size()) + 1;
+    // A's panels land in place, so their broadcasts go in one group: with NCCL every owner sends
+    // at once (on two GPUs both NVLink directions work, not one after the other).
+    if (along_rows) {
+      for (const Panel& p : panels_)
+        if (j == p.owner_col) sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+      dev_row_->group_start();
+      for (const Panel& p : panels_) dev_row_->broadcast(afull + p.k0 * mi, mi * p.width, p.owner_col);
+      dev_row_->group_end();
+    }
     for (std::size_t t = 0; t < panels_.size(); ++t) {
       const Panel& p = panels_[t];
-      if (along_rows) {
-        T* dst = afull + p.k0 * mi;
-        if (j == p.owner_col) sp.copy(dst, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
-        dev_row_->broadcast(dst, mi * p.width, p.owner_col);
-      }
       if (along_cols) {
         if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
         dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
