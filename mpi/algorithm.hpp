@@ -30,8 +30,10 @@ enum class Algorithm { automatic, summa, cannon, dns, scalapack, caps, cuboid };
 const char* to_string(Algorithm a);                      // "summa", ..., "auto"
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 
-// CAPS's steps from the top of the recursion: BFS (7 groups in parallel) or DFS (in turn).
-enum class CapsStep : char { bfs = 'B', dfs = 'D' };
+// CAPS's steps from the top of the recursion: BFS (7 groups in parallel), DFS (in turn), or
+// dealt (a suffix of L such steps: the 7^L subproblems of the last L levels dealt round-robin to
+// the ranks left, each multiplied whole by one rank; any rank count).
+enum class CapsStep : char { bfs = 'B', dfs = 'D', dealt = 'X' };
 using CapsSteps = std::vector<CapsStep>;
 std::string to_string(const CapsSteps& steps);  // "DBB"
 std::optional<CapsSteps> parse_caps_steps(std::string_view text);

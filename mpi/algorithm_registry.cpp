@@ -54,7 +54,7 @@ std::string to_string(const CapsSteps& steps) {
 std::optional<CapsSteps> parse_caps_steps(std::string_view text) {
   CapsSteps steps;
   for (char c : text) {
-    if (c != 'B' && c != 'D') return std::nullopt;
+    if (c != 'B' && c != 'D' && c != 'X') return std::nullopt;
     steps.push_back(static_cast<CapsStep>(c));
   }
   return steps;
@@ -89,9 +89,12 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     // Only with a measured model: CAPS's gain is a few percent of the multiply time and its cost
     // is the machine's memory bandwidth, which the defaults cannot know (measured on 32 cores,
     // CAPS ran at 0.82-0.89x SUMMA where default rates would predict it 1.2x faster).
+    // On other rank counts (and below the BFS steps) CAPS deals the subproblems of its last
+    // levels round-robin (host runs): any P >= 2 with room for one level of leaves >= 64.
     const auto f = caps_factors(P);
-    const bool caps_fits = opts.strassen_like_ok && f && f->second >= 1 &&
-                           std::min({shape.m, shape.n, shape.k}) >> f->second >= 64;
+    const index_t smallest = std::min({shape.m, shape.n, shape.k});
+    const bool caps_fits = opts.strassen_like_ok && ((f && f->second >= 1 && smallest >> f->second >= 64) ||
+                                                     (P >= 2 && !opts.device_resident && smallest >= 128));
     if (caps_fits && mm.measured) candidates.push_back(make_caps(world, shape, opts));
     std::vector<double> t, words;
     for (const auto& a : candidates) {

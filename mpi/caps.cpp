@@ -12,6 +12,15 @@
 //    Pc/7 is the union of chunks 7r..7r+6 of Pc), recurses there, and the products come back the
 //    same way to be combined locally into C.
 //  - DFS step: all ranks do the 7 subproblems in turn; no communication, little memory.
+//  - Dealt steps (X, a suffix of L steps; any rank count Pc): the 7^L subproblems of the last L
+//    levels are dealt round-robin, subproblem j to rank j mod Pc in round j div Pc, and each is
+//    multiplied whole by its rank's engine. Every rank forms its column chunks of all the S_j
+//    and T_j (level by level, so a prefix's sums are formed once), sends each to its owner, and
+//    combines its chunks of the products into C in the same order. Where 7 does not divide the
+//    rank count (P = 28 = 4 x 7: one BFS step, then 2 x 2 leaf grids), this still takes several
+//    Strassen levels: 343 subproblems over 28 ranks are 13 rounds, (7/8)^3 x 13/12.25 = 0.71 of
+//    the classical multiplications on the busiest rank. Round t + 1's operands travel during
+//    round t's product, round t's products travel back during round t + 1's.
 //  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, A's leaf is allgathered
 //    and each rank multiplies it by its own columns of B (1-D, classical).
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
@@ -76,7 +85,8 @@ class Caps final : public AlgorithmBase<Caps> {
       : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
-    const int mr = leaf_grid(mfac).first;
+    dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
+    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid(mfac).first;  // dealt: column chunks only
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
     pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
     pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
@@ -104,7 +114,8 @@ class Caps final : public AlgorithmBase<Caps> {
   std::vector<std::string> phase_names() const override {
     std::vector<std::string> v;
     for (std::size_t d = 0; d < steps_.size(); ++d) {
-      const std::string l = "level " + std::to_string(d) + " (" + (steps_[d] == CapsStep::bfs ? "BFS" : "DFS") + ") ";
+      const std::string l = "level " + std::to_string(d) + " (" +
+                            (steps_[d] == CapsStep::bfs ? "BFS" : steps_[d] == CapsStep::dfs ? "DFS" : "dealt") + ") ";
       for (const char* what : {"forming S, T", "exchange in", "exchange out", "combining C"}) v.push_back(l + what);
     }
     v.insert(v.end(), {"leaf: panel broadcasts (not hidden)", "leaf: local multiply", "pack/unpack (padding, Z order)"});
@@ -123,6 +134,8 @@ class Caps final : public AlgorithmBase<Caps> {
   const Piece& piece_b() const override { return pb_; }
   const Piece& piece_c() const override { return pc_; }
   bool strassen_like() const override { return true; }
+  // Dealt steps have no device path yet: such a run stages each local product through the GPU.
+  bool runs_on_device() const override { return dealt_levels_ == 0; }
   double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
@@ -576,6 +589,7 @@ class Caps final : public AlgorithmBase<Caps> {
   void recurse(Engine& e, const Stage& st, int depth, const Comm& comm, const T* a, const T* b,
                T* c) {
     if (st.steps == 0) return leaf<T>(e, st, a, b, c);
+    if (steps_[depth] == CapsStep::dealt) return dealt<T>(e, st, depth, comm, a, b, c);
     const Stage ch = steps_[depth] == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
     if (steps_[depth] == CapsStep::dfs) {
@@ -628,6 +642,172 @@ class Caps final : public AlgorithmBase<Caps> {
     timed(level_phase(depth, kExchangeOut),
           [&] { exchange_out<T>(peers, sub_c.get(), mall.get(), qc, L, st.rows_of(st.lm()), wb, g); });
     timed(level_phase(depth, kCombine), [&] { combine<T>(mall.get(), qc, f_.c, c); });
+  }
+
+  // ---- Dealt steps (X): the last L levels' 7^L subproblems dealt round-robin over the stage ----
+  static index_t pow7(int L) {
+    index_t p = 1;
+    for (int l = 0; l < L; ++l) p *= 7;
+    return p;
+  }
+  // Digit l (1 = the top dealt level) of subproblem j among 7^L.
+  static int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
+  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) into `out`: the
+  // levels above L come from `stack` (level l holds the sum of prefix j div 7^(L-l), formed
+  // when that prefix first appears; j only grows within a dealt step), level L is written.
+  template <class T>
+  void form_dealt_sum(index_t j, int L, const T* x, index_t len, const int (&coef)[7][4],
+                      std::vector<AlignedPtr<T>>& stack, std::vector<index_t>& prefix, T* out, int depth) {
+    const T* parent = x;
+    for (int l = 1; l <= L; ++l) {
+      len /= 4;
+      const index_t pre = j / pow7(L - l);
+      T* dst = l == L ? out : stack[std::size_t(l)].get();
+      if (l == L || prefix[std::size_t(l)] != pre) {
+        timed(level_phase(depth + l - 1, kSums), [&] { form_sum(parent, len, coef, digit(j, l, L), dst); });
+        if (l < L) prefix[std::size_t(l)] = pre;
+      }
+      parent = dst;
+    }
+  }
+  // C's quadrants (of `up`, each `quarter` long) += coef[j][q] M for those product j feeds; a
+  // quadrant not yet written this round is overwritten instead (touched[q]).
+  template <class T>
+  static void add_to_quadrants(const T* M, index_t quarter, const int (&coef)[7][4], int j, T* up,
+                               std::array<bool, 4>& touched) {
+    const Used u = used_quadrants(coef, j);
+    with_count<4>(u.n, [&](auto nc) {
+      constexpr std::size_t N = decltype(nc)::value;
+      std::array<T*, N> out;
+      std::array<bool, N> acc;
+      std::array<std::array<T, 1>, N> w;
+      for (std::size_t t = 0; t < N; ++t) {
+        out[t] = up + u.q[t] * quarter, w[t][0] = T(coef[j][u.q[t]]), acc[t] = touched[std::size_t(u.q[t])];
+        touched[std::size_t(u.q[t])] = true;
+      }
+      fused_combine_flat<T, 1, N>(quarter, {M}, out, acc, w);
+    });
+  }
+  // Subproblem j's product chunk q (blk_c elements) into C through the stack: level L - 1's
+  // partial product (C itself when L = 1) takes it; a level whose seventh child is in passes
+  // its sum one level up and starts afresh.
+  template <class T>
+  void add_dealt_product(index_t j, int L, const T* q, index_t blk_c, T* c, std::vector<AlignedPtr<T>>& stack,
+                         std::vector<std::array<bool, 4>>& touched, int depth) {
+    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)].get(); };
+    index_t quarter = blk_c;
+    timed(level_phase(depth + L - 1, kCombine),
+          [&] { add_to_quadrants(q, quarter, f_.c, digit(j, L, L), level(L - 1), touched[std::size_t(L - 1)]); });
+    for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {
+      quarter *= 4;
+      timed(level_phase(depth + l - 1, kCombine), [&] {
+        std::array<bool, 4>& t = touched[std::size_t(l)];
+        for (int qd = 0; qd < 4; ++qd)  // (every quadrant gets a product in both formulas)
+          if (!t[std::size_t(qd)]) std::fill(level(l) + qd * (quarter / 4), level(l) + (qd + 1) * (quarter / 4), T(0));
+        add_to_quadrants(level(l), quarter, f_.c, digit(j, l, L), level(l - 1), touched[std::size_t(l - 1)]);
+        t = {};
+      });
+    }
+  }
+  // Calls poke() on every request list given (MPI progresses all transfers in any of them).
+  struct PokeAll {
+    std::vector<Requests*> lists;
+    void poke() {
+      for (Requests* r : lists) r->poke();
+    }
+  };
+  template <class T>
+  void dealt(Engine& e, const Stage& st, int depth, const Comm& comm, const T* a, const T* b, T* c) {
+    const int L = st.steps, P = st.P, me = st.rank;
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    auto cwk = [&](int r) { return chunk_width(lk, r, P); };
+    auto cwn = [&](int r) { return chunk_width(ln, r, P); };
+    const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
+    const index_t J = pow7(L), R = (J + P - 1) / P;
+    auto owns = [&](index_t t) { return t * P + me < J; };
+    const auto levels = static_cast<std::size_t>(L);
+    std::vector<AlignedPtr<T>> sa(levels), sb(levels), cm(levels);
+    for (int l = 1; l < L; ++l) {
+      sa[std::size_t(l)] = buffer<T>(st.a_len() >> (2 * l));
+      sb[std::size_t(l)] = buffer<T>(st.b_len() >> (2 * l));
+      cm[std::size_t(l)] = buffer<T>(st.c_len() >> (2 * l));
+    }
+    std::vector<index_t> pre_a(levels, -1), pre_b(levels, -1);
+    std::vector<std::array<bool, 4>> touched(levels, std::array<bool, 4>{});
+    std::array<AlignedPtr<T>, 2> send_a{buffer<T>(P * blk_a), buffer<T>(P * blk_a)},
+        send_b{buffer<T>(P * blk_b), buffer<T>(P * blk_b)}, sub_a{buffer<T>(lm * lk), buffer<T>(lm * lk)},
+        sub_b{buffer<T>(lk * ln), buffer<T>(lk * ln)}, sub_c{buffer<T>(lm * ln), buffer<T>(lm * ln)},
+        q_in{buffer<T>(P * blk_c), buffer<T>(P * blk_c)};
+    std::array<Requests, 2> in_recv, in_send, out_recv, out_send;
+    const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
+    // Round t's sums formed and sent to their owners; this rank's own subproblem's pieces awaited.
+    auto post_in = [&](index_t t) {
+      const int sl = int(t % 2);
+      timed(x_in, [&] { in_send[sl].wait_all(); });  // round t - 2's pieces have left this slot
+      for (int p = 0; p < P && t * P + p < J; ++p) {
+        form_dealt_sum(t * P + p, L, a, st.a_len(), f_.a, sa, pre_a, send_a[sl].get() + p * blk_a, depth);
+        form_dealt_sum(t * P + p, L, b, st.b_len(), f_.b, sb, pre_b, send_b[sl].get() + p * blk_b, depth);
+      }
+      timed(x_in, [&] {
+        if (owns(t))
+          for (int r = 0; r < P; ++r) {
+            if (r == me) continue;
+            if (lm * cwk(r) > 0) comm.irecv(sub_a[sl].get() + chunk_begin(lk, r, P) * lm, lm * cwk(r), r, 31, in_recv[sl]);
+            if (lk * cwn(r) > 0) comm.irecv(sub_b[sl].get() + chunk_begin(ln, r, P) * lk, lk * cwn(r), r, 32, in_recv[sl]);
+          }
+        for (int p = 0; p < P && t * P + p < J; ++p) {
+          if (p == me) continue;
+          if (blk_a > 0) comm.isend(send_a[sl].get() + p * blk_a, blk_a, p, 31, in_send[sl]);
+          if (blk_b > 0) comm.isend(send_b[sl].get() + p * blk_b, blk_b, p, 32, in_send[sl]);
+        }
+        if (owns(t)) {
+          std::copy(send_a[sl].get() + me * blk_a, send_a[sl].get() + (me + 1) * blk_a,
+                    sub_a[sl].get() + chunk_begin(lk, me, P) * lm);
+          std::copy(send_b[sl].get() + me * blk_b, send_b[sl].get() + (me + 1) * blk_b,
+                    sub_b[sl].get() + chunk_begin(ln, me, P) * lk);
+        }
+      });
+    };
+    // Round t's products' chunks of this rank into C, in subproblem order.
+    auto combine_round = [&](index_t t) {
+      const int sl = int(t % 2);
+      timed(x_out, [&] { out_recv[sl].wait_all(); });
+      if (blk_c == 0) return;
+      for (int p = 0; p < P && t * P + p < J; ++p) {
+        const T* q = p == me ? sub_c[sl].get() + chunk_begin(ln, me, P) * lm : q_in[sl].get() + p * blk_c;
+        add_dealt_product(t * P + p, L, q, blk_c, c, cm, touched, depth);
+      }
+    };
+    PokeAll pending{{&in_recv[0], &in_recv[1], &in_send[0], &in_send[1], &out_recv[0], &out_recv[1], &out_send[0], &out_send[1]}};
+    post_in(0);
+    for (index_t t = 0; t < R; ++t) {
+      const int sl = int(t % 2);
+      if (t + 1 < R) post_in(t + 1);
+      timed(x_out, [&] {
+        if (blk_c > 0)
+          for (int p = 0; p < P && t * P + p < J; ++p)
+            if (p != me) comm.irecv(q_in[sl].get() + p * blk_c, blk_c, p, 33, out_recv[sl]);
+        in_recv[sl].wait_all();
+      });
+      if (owns(t)) {
+        timed(x_out, [&] { out_send[sl].wait_all(); });  // round t - 2's product has left sub_c
+        timed(tail_phase(1), [&] {
+          gemm_with_progress<T>(e, lm, ln, lk, T(1), sub_a[sl].get(), std::max<index_t>(lm, 1), sub_b[sl].get(),
+                                std::max<index_t>(lk, 1), T(0), sub_c[sl].get(), std::max<index_t>(lm, 1), &pending);
+        });
+        timed(x_out, [&] {
+          for (int r = 0; r < P; ++r)
+            if (r != me && lm * cwn(r) > 0)
+              comm.isend(sub_c[sl].get() + chunk_begin(ln, r, P) * lm, lm * cwn(r), r, 33, out_send[sl]);
+        });
+      }
+      if (t >= 1) combine_round(t - 1);
+      if (depth == 0) step_done(int(t + 1), int(R));
+    }
+    combine_round(R - 1);
+    timed(x_out, [&] {
+      for (int sl = 0; sl < 2; ++sl) in_send[sl].wait_all(), out_send[sl].wait_all();
+    });
   }
 
   template <class T>
@@ -855,6 +1035,31 @@ class Caps final : public AlgorithmBase<Caps> {
         }
       return;
     }
+    if (steps_[depth] == CapsStep::dealt) {
+      // Sent: this rank's chunks of the sums owned elsewhere; the column chunks of its own
+      // products that belong to the other ranks. Local: per level, each prefix's sums read the
+      // quadrants they use and write one; each child's product is read once and the quadrants it
+      // feeds are read and written.
+      const int L = st.steps, P = st.P, me = st.rank;
+      const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+      const double blk_a = double(lm) * chunk_width(lk, me, P), blk_b = double(lk) * chunk_width(ln, me, P);
+      const index_t J = pow7(L), owned = me < J ? (J - 1 - me) / P + 1 : 0;
+      n.words += mult * (double(J - owned) * (blk_a + blk_b) + double(owned) * double(lm) * double(ln - chunk_width(ln, me, P)));
+      int others_c = 0;
+      for (int r = 0; r < P; ++r) others_c += r != me && lm * chunk_width(ln, r, P) > 0;
+      n.msgs += mult * (double(J - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c);
+      n.flops += mult * double(owned) * 2.0 * double(lm) * double(ln) * double(lk);
+      double local = 0, parents = 1, la = double(st.a_len()), lb = double(st.b_len()), lc = double(st.c_len());
+      for (int l = 1; l <= L; ++l) {
+        la /= 4, lb /= 4, lc /= 4;
+        for (int j = 0; j < 7; ++j)
+          local += parents * ((used_quadrants(f_.a, j).n + 1) * la + (used_quadrants(f_.b, j).n + 1) * lb +
+                              (1 + 2 * used_quadrants(f_.c, j).n) * lc);
+        parents *= 7;
+      }
+      n.local += mult * local;
+      return;
+    }
     if (steps_[depth] == CapsStep::dfs) {
       // C zeroed; per product: its sums read the quadrants they use and write one; its product
       // is read once and every quadrant it feeds is read and written.
@@ -879,6 +1084,7 @@ class Caps final : public AlgorithmBase<Caps> {
 
   GemmShape s_;
   int m_, k7_;
+  int dealt_levels_ = 0;
   CapsSteps steps_;
   BilinearFormula f_;
   Comm world_;
@@ -902,6 +1108,7 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
   // live set (a ceiling: chunk widths rounded up).
   double live = 2 * (m * k + k * n + m * n) / P, peak = live, Pc = P;
   for (CapsStep c : steps) {
+    if (c == CapsStep::dealt) break;
     double qa = m * k / 4 / Pc, qb = k * n / 4 / Pc, qc = m * n / 4 / Pc;
     if (c == CapsStep::dfs) {
       live += qa + qb + qc;
@@ -912,6 +1119,15 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
     }
     m /= 2, n /= 2, k /= 2;
     peak = std::max(peak, live);
+  }
+  if (const int dealt = static_cast<int>(std::count(steps.begin(), steps.end(), CapsStep::dealt)); dealt > 0) {
+    // The dealt steps: the sums' and partial products' stacks (a third of the stage's blocks),
+    // two rounds of sent chunks, subproblem operands, products and returned chunks, and the
+    // engine's workspace for one subproblem.
+    const double f = double(index_t(1) << dealt), lm = m / f, ln = n / f, lk = k / f;
+    live += (m * k + k * n + m * n) / Pc / 3 + 4 * (lm * lk + lk * ln) + 4 * lm * ln;
+    const double ws = double(e.workspace_bytes(index_t(lm), index_t(ln), index_t(lk), dt)) / size_of(dt);
+    return std::max(peak, live + ws);
   }
   double leaf_extra = Pc > 1 ? m * k : 0;  // gathered A at a shared leaf
   double ws = double(e.workspace_bytes(index_t(m), index_t(std::ceil(n / Pc)), index_t(k), dt)) /
@@ -931,28 +1147,46 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   const Dtype dt = o.dtype;
   const int P = world.size();
   const auto factors = caps_factors(P);
-  if (!factors) {
+  int v7 = 0;  // BFS steps this rank count allows above dealt steps (7^v7 divides P)
+  for (int q = P; q % 7 == 0; q /= 7) ++v7;
+  const index_t smallest = std::min({s.m, s.n, s.k});
+  auto bfs_count = [](const CapsSteps& st) { return int(std::count(st.begin(), st.end(), CapsStep::bfs)); };
+  auto make = [&](const CapsSteps& seq, const BilinearFormula& f) {
+    const int b = bfs_count(seq);
+    int left = P;
+    for (int i = 0; i < b; ++i) left /= 7;
+    return std::make_unique<Caps>(world, s, left, b, seq, f);
+  };
+  auto no_fit = [&] {
     int lo = 1, hi = 1;
     for (int p = 1; p <= 6 * 7 * 7 * 7 * 7; ++p) {
       if (!caps_factors(p)) continue;
       if (p < P) lo = p;
       if (p > P) { hi = p; break; }
     }
-    throw UsageError("caps needs P = m * 7^k ranks with m in 1..6, got " + std::to_string(P) +
-                     ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
-                     " ranks, or --algo summa");
-  }
-  const auto [m, k7] = *factors;
+    return UsageError("caps needs P = m * 7^k ranks with m in 1..6 for BFS and DFS steps alone, got " +
+                      std::to_string(P) + ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
+                      " ranks, dealt steps (--caps-steps XXX), or --algo summa");
+  };
   std::vector<CapsSteps> sequences;
   if (o.caps_steps) {
     const CapsSteps& steps = *o.caps_steps;
-    int b = 0;
-    for (CapsStep c : steps) b += c == CapsStep::bfs;
+    const int b = bfs_count(steps);
     const std::string text = to_string(steps);
-    if (b != k7)
+    const std::size_t first_x = text.find('X');
+    const bool dealt = first_x != std::string::npos;
+    if (dealt && text.find_first_not_of('X', first_x) != std::string::npos)
+      throw UsageError("--caps-steps '" + text + "': dealt steps (X) must come last, e.g. BXX");
+    if (dealt && b > v7)
+      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but 7^" +
+                       std::to_string(b) + " does not divide " + std::to_string(P) + " ranks: use at most " +
+                       std::to_string(v7));
+    if (!dealt && !factors) throw no_fit();
+    if (!dealt && b != factors->second)
       throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but " +
-                       std::to_string(P) + " ranks = " + std::to_string(m) + " * 7^" +
-                       std::to_string(k7) + " need exactly " + std::to_string(k7));
+                       std::to_string(P) + " ranks = " + std::to_string(factors->first) + " * 7^" +
+                       std::to_string(factors->second) + " need exactly " + std::to_string(factors->second) +
+                       " (or end with dealt steps, X)");
     if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
     sequences.push_back(steps);
   } else {
@@ -962,40 +1196,63 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // and leaf messages), of which the cost model picks. The extra steps go either on top or
     // below the BFS steps: below, where a rank holds its subproblem alone, a DFS step is local
     // work with no message at all (on the 32-core host, P = 7 x 4 threads, f64 16384: BD 7.9 s,
-    // B 9.0 s; docs/performance.md).
+    // B 9.0 s; docs/performance.md). Then, on any rank count, dealt steps below none or all of
+    // the BFS steps that 7^k | P allows (1 to 4 of them, leaves of at least 64), host runs only.
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
-    int d = 0;
+    const int k7 = factors ? factors->second : 0;
     auto with_dfs = [&](int top, int below) {
       CapsSteps st(top, CapsStep::dfs);
       st.insert(st.end(), k7, CapsStep::bfs);
       st.insert(st.end(), below, CapsStep::dfs);
       return st;
     };
+    std::vector<CapsSteps> dealt;
+    if (!o.device_resident)
+      for (int b : {0, v7}) {
+        for (int L = 1; L <= 4; ++L) {
+          if ((smallest >> (b + L)) < 64) break;
+          CapsSteps st(b, CapsStep::bfs);
+          st.insert(st.end(), L, CapsStep::dealt);
+          if (std::find(dealt.begin(), dealt.end(), st) == dealt.end()) dealt.push_back(st);
+        }
+      }
     // Every rank must keep the same candidates (each one builds communicators), and an engine's
     // workspace estimate may rest on this process's own timing (a CPU engine's automatic
     // levels): the estimates of every sequence weighed, their largest over the ranks decide.
     constexpr int kTop = 8, kBelow = 3;
-    std::array<double, kTop * kBelow> need{};
-    if (engine)
-      for (int t = 0; t < kTop; ++t)
-        for (int b = 0; b < kBelow; ++b)
-          need[std::size_t(t * kBelow + b)] = caps_peak_words(s, P, with_dfs(t, b), *engine, dt) * double(size_of(dt));
+    std::vector<double> need(kTop * kBelow + dealt.size(), 0.0);
+    if (engine) {
+      if (factors)
+        for (int t = 0; t < kTop; ++t)
+          for (int b = 0; b < kBelow; ++b)
+            need[std::size_t(t * kBelow + b)] = caps_peak_words(s, P, with_dfs(t, b), *engine, dt) * double(size_of(dt));
+      for (std::size_t i = 0; i < dealt.size(); ++i)
+        need[kTop * kBelow + i] = caps_peak_words(s, P, dealt[i], *engine, dt) * double(size_of(dt));
+    }
     MPI_Allreduce(MPI_IN_PLACE, need.data(), int(need.size()), MPI_DOUBLE, MPI_MAX, world.get());
     auto fits = [&](int top, int below) { return need[std::size_t(top * kBelow + below)] <= limit; };
-    for (; d < kTop - 1; ++d)
-      if (fits(d, 0)) break;
-    const index_t smallest = std::min({s.m, s.n, s.k});
-    for (int extra = 0; extra < kBelow; ++extra) {
-      if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
-      sequences.push_back(with_dfs(d + extra, 0));
-      if (extra > 0 && k7 > 0 && fits(d, extra)) sequences.push_back(with_dfs(d, extra));
+    if (factors) {
+      int d = 0;
+      for (; d < kTop - 1; ++d)
+        if (fits(d, 0)) break;
+      for (int extra = 0; extra < kBelow; ++extra) {
+        if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
+        sequences.push_back(with_dfs(d + extra, 0));
+        if (extra > 0 && k7 > 0 && fits(d, extra)) sequences.push_back(with_dfs(d, extra));
+      }
+    }
+    for (std::size_t i = 0; i < dealt.size(); ++i)
+      if (need[kTop * kBelow + i] <= limit) sequences.push_back(dealt[i]);
+    if (sequences.empty()) {  // nothing fits: the leanest, whose memory error names the fix
+      if (factors) sequences.push_back(with_dfs(kTop - 1, 0));
+      else if (!dealt.empty()) sequences.push_back(dealt.front());
+      else throw no_fit();
     }
   }
   std::vector<const BilinearFormula*> formulas;
   if (o.formula) formulas.push_back(o.formula);
   else formulas = {&kStrassenFormula, &kWinogradFormula};
-  if (sequences.size() == 1 && formulas.size() == 1)
-    return std::make_unique<Caps>(world, s, m, k7, sequences[0], *formulas[0]);
+  if (sequences.size() == 1 && formulas.size() == 1) return make(sequences[0], *formulas[0]);
 
   // The candidates' predicted times (cost_model.hpp) from their exact counts.
   const MachineModel mm = machine_model(world);
@@ -1004,7 +1261,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   std::vector<double> t, words;
   for (const CapsSteps& seq : sequences)
     for (const BilinearFormula* f : formulas) {
-      cands.push_back(std::make_unique<Caps>(world, s, m, k7, seq, *f));
+      cands.push_back(make(seq, *f));
       const CommEstimate e = cands.back()->analytic();
       t.push_back(predicted_seconds(mm, e, elem));
       words.push_back(e.words_max);

@@ -134,11 +134,11 @@ void fused_combine(index_t rows, index_t cols, const std::array<ConstBlock<T>, N
 
 // The same on contiguous arrays of `len` elements, viewed as columns of kFlatRows so that the
 // OpenMP loop over columns spreads one long vector over the threads (a single column would run
-// on one thread).
+// on one thread). accumulate[o]: output o is added to (else overwritten).
 inline constexpr index_t kFlatRows = 4096;
 template <class T, std::size_t NI, std::size_t NO>
 void fused_combine_flat(index_t len, const std::array<const T*, NI>& in, const std::array<T*, NO>& out,
-                        bool accumulate, const std::array<std::array<T, NI>, NO>& coef) {
+                        const std::array<bool, NO>& accumulate, const std::array<std::array<T, NI>, NO>& coef) {
   const index_t cols = len / kFlatRows, rest = len - cols * kFlatRows;
   for (int part = 0; part < 2; ++part) {
     const index_t off = part ? cols * kFlatRows : 0, rows = part ? rest : kFlatRows, n = part ? 1 : cols;
@@ -146,9 +146,16 @@ void fused_combine_flat(index_t len, const std::array<const T*, NI>& in, const s
     std::array<ConstBlock<T>, NI> bi;
     std::array<MutBlock<T>, NO> bo;
     for (std::size_t t = 0; t < NI; ++t) bi[t] = {in[t] + off, rows};
-    for (std::size_t o = 0; o < NO; ++o) bo[o] = {out[o] + off, rows, accumulate};
+    for (std::size_t o = 0; o < NO; ++o) bo[o] = {out[o] + off, rows, accumulate[o]};
     fused_combine<T, NI, NO>(rows, n, bi, bo, coef);
   }
+}
+template <class T, std::size_t NI, std::size_t NO>
+void fused_combine_flat(index_t len, const std::array<const T*, NI>& in, const std::array<T*, NO>& out,
+                        bool accumulate, const std::array<std::array<T, NI>, NO>& coef) {
+  std::array<bool, NO> acc;
+  acc.fill(accumulate);
+  fused_combine_flat<T, NI, NO>(len, in, out, acc, coef);
 }
 
 // C = s C, column-major, in place (beta scaling before an accumulating schedule).

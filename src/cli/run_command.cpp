@@ -121,8 +121,9 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "Process-grid rows for summa/scalapack (default: chosen from the shape)");
   run.add_option("--nb", s.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
   run.add_option("--caps-steps", o.caps_steps,
-                 "CAPS step sequence from the top, B = BFS, D = DFS, e.g. DBB, or auto (default: the "
-                 "fastest by the cost model of those that fit in memory)");
+                 "CAPS step sequence from the top, B = BFS, D = DFS, X = dealt (a suffix: the 7^L "
+                 "subproblems of the last L levels dealt round-robin to the ranks, any rank count), e.g. DBB "
+                 "or XXX, or auto (default: the fastest by the cost model of those that fit in memory)");
   run.add_option("--formula", o.formula, "CAPS formula: strassen|winograd|auto (by the cost model)")
       ->capture_default_str();
   run.add_option("--levels", o.levels, "Recursion levels of Strassen-like engines, or auto")
@@ -261,7 +262,7 @@ RunSpec to_spec(const RunCommandOptions& o) {
   if (!o.caps_steps.empty() && o.caps_steps != "auto") {
     s.algo_opts.caps_steps = parse_caps_steps(o.caps_steps);
     if (!s.algo_opts.caps_steps)
-      throw UsageError("--caps-steps '" + o.caps_steps + "' may hold only B (BFS) and D (DFS) steps");
+      throw UsageError("--caps-steps '" + o.caps_steps + "' may hold only B (BFS), D (DFS) and X (dealt) steps");
   }
   if (o.formula == "strassen") s.algo_opts.formula = &kStrassenFormula;
   else if (o.formula == "winograd") s.algo_opts.formula = &kWinogradFormula;
