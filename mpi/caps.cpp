@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "algorithms.hpp"
@@ -716,6 +717,46 @@ class Caps final : public AlgorithmBase<Caps> {
       for (Requests* r : lists) r->poke();
     }
   };
+  // The order in which the subproblems are dealt: step s gives subproblem j0 + i to owners[i].
+  // Steps 0 and 1 give one to every rank; from step 2 on, where the balancer is on, rank i takes
+  // part in a fraction w_i = min(1, t_median / t_i) of the steps (t_i: its step-0 product's
+  // time, exchanged once), so that a rank on a slower core (seen on the 32-core hosts: equal
+  // products taking up to 1.5x longer on some cores, for seconds) skips steps instead of holding
+  // every step back. Every rank computes the same plan from the same gathered times.
+  struct DealtStep {
+    index_t j0;
+    std::vector<int> owners;
+  };
+  struct DealtPlan {
+    std::vector<DealtStep> steps;
+    index_t next = 0, J = 0;
+    std::vector<double> w;  // empty: every rank in every step
+    void add(int P) {
+      DealtStep s{next, {}};
+      const double k = double(steps.size()) - 2;
+      for (int r = 0; r < P && next < J; ++r)
+        if (w.empty() || std::floor((k + 1) * w[std::size_t(r)]) > std::floor(k * w[std::size_t(r)]))
+          s.owners.push_back(r), ++next;
+      steps.push_back(std::move(s));
+    }
+    int index_of(std::size_t t, int r) const {
+      const auto& o = steps[t].owners;
+      const auto it = std::find(o.begin(), o.end(), r);
+      return it == o.end() ? -1 : int(it - o.begin());
+    }
+  };
+  // Settings from the environment: DISTMM_CAPS_BALANCE=0 deals round-robin throughout;
+  // DISTMM_CAPS_SKEW=R:F (tests) makes rank R report F times its step-0 time.
+  struct BalanceSettings {
+    bool on = true;
+    int skew_rank = -1;
+    double skew = 1;
+    BalanceSettings() {
+      if (const char* s = std::getenv("DISTMM_CAPS_BALANCE")) on = std::strcmp(s, "0") != 0;
+      if (const char* s = std::getenv("DISTMM_CAPS_SKEW"); s && std::strchr(s, ':'))
+        skew_rank = std::atoi(s), skew = std::atof(std::strchr(s, ':') + 1);
+    }
+  };
   template <class T>
   void dealt(Engine& e, const Stage& st, int depth, const Comm& comm, const T* a, const T* b, T* c) {
     const int L = st.steps, P = st.P, me = st.rank;
@@ -723,8 +764,27 @@ class Caps final : public AlgorithmBase<Caps> {
     auto cwk = [&](int r) { return chunk_width(lk, r, P); };
     auto cwn = [&](int r) { return chunk_width(ln, r, P); };
     const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
-    const index_t J = pow7(L), R = (J + P - 1) / P;
-    auto owns = [&](index_t t) { return t * P + me < J; };
+    const index_t J = pow7(L);
+    const BalanceSettings bs;
+    DealtPlan plan;
+    plan.J = J;
+    plan.add(P), plan.add(P);
+    const bool balance = bs.on && plan.next < J && P > 1;
+    std::vector<double> times(std::size_t(P), 0.0);
+    double my_time = 0;
+    MPI_Request gather = MPI_REQUEST_NULL;
+    auto extend_to = [&](std::size_t t) {  // the plan's steps up to t (or to the last subproblem)
+      while (plan.steps.size() <= t && plan.next < J) {
+        if (balance && plan.w.empty()) {
+          timed(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
+          std::vector<double> sorted = times;
+          std::sort(sorted.begin(), sorted.end());
+          const double med = sorted[sorted.size() / 2];
+          for (double ti : times) plan.w.push_back(ti > 0 && med > 0 ? std::clamp(med / ti, 0.05, 1.0) : 1.0);
+        }
+        plan.add(P);
+      }
+    };
     const auto levels = static_cast<std::size_t>(L);
     std::vector<AlignedPtr<T>> sa(levels), sb(levels), cm(levels);
     for (int l = 1; l < L; ++l) {
@@ -740,73 +800,85 @@ class Caps final : public AlgorithmBase<Caps> {
         q_in{buffer<T>(P * blk_c), buffer<T>(P * blk_c)};
     std::array<Requests, 2> in_recv, in_send, out_recv, out_send;
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
-    // Round t's sums formed and sent to their owners; this rank's own subproblem's pieces awaited.
-    auto post_in = [&](index_t t) {
+    // Step t's sums formed and sent to their owners; this rank's own subproblem's pieces awaited.
+    auto post_in = [&](std::size_t t) {
       const int sl = int(t % 2);
-      timed(x_in, [&] { in_send[sl].wait_all(); });  // round t - 2's pieces have left this slot
-      for (int p = 0; p < P && t * P + p < J; ++p) {
-        form_dealt_sum(t * P + p, L, a, st.a_len(), f_.a, sa, pre_a, send_a[sl].get() + p * blk_a, depth);
-        form_dealt_sum(t * P + p, L, b, st.b_len(), f_.b, sb, pre_b, send_b[sl].get() + p * blk_b, depth);
+      const DealtStep& s = plan.steps[t];
+      const int n = int(s.owners.size()), mine = plan.index_of(t, me);
+      timed(x_in, [&] { in_send[sl].wait_all(); });  // step t - 2's pieces have left this slot
+      for (int i = 0; i < n; ++i) {
+        form_dealt_sum(s.j0 + i, L, a, st.a_len(), f_.a, sa, pre_a, send_a[sl].get() + i * blk_a, depth);
+        form_dealt_sum(s.j0 + i, L, b, st.b_len(), f_.b, sb, pre_b, send_b[sl].get() + i * blk_b, depth);
       }
       timed(x_in, [&] {
-        if (owns(t))
+        if (mine >= 0)
           for (int r = 0; r < P; ++r) {
             if (r == me) continue;
             if (lm * cwk(r) > 0) comm.irecv(sub_a[sl].get() + chunk_begin(lk, r, P) * lm, lm * cwk(r), r, 31, in_recv[sl]);
             if (lk * cwn(r) > 0) comm.irecv(sub_b[sl].get() + chunk_begin(ln, r, P) * lk, lk * cwn(r), r, 32, in_recv[sl]);
           }
-        for (int p = 0; p < P && t * P + p < J; ++p) {
-          if (p == me) continue;
-          if (blk_a > 0) comm.isend(send_a[sl].get() + p * blk_a, blk_a, p, 31, in_send[sl]);
-          if (blk_b > 0) comm.isend(send_b[sl].get() + p * blk_b, blk_b, p, 32, in_send[sl]);
+        for (int i = 0; i < n; ++i) {
+          if (i == mine) continue;
+          if (blk_a > 0) comm.isend(send_a[sl].get() + i * blk_a, blk_a, s.owners[std::size_t(i)], 31, in_send[sl]);
+          if (blk_b > 0) comm.isend(send_b[sl].get() + i * blk_b, blk_b, s.owners[std::size_t(i)], 32, in_send[sl]);
         }
-        if (owns(t)) {
-          std::copy(send_a[sl].get() + me * blk_a, send_a[sl].get() + (me + 1) * blk_a,
+        if (mine >= 0) {
+          std::copy(send_a[sl].get() + mine * blk_a, send_a[sl].get() + (mine + 1) * blk_a,
                     sub_a[sl].get() + chunk_begin(lk, me, P) * lm);
-          std::copy(send_b[sl].get() + me * blk_b, send_b[sl].get() + (me + 1) * blk_b,
+          std::copy(send_b[sl].get() + mine * blk_b, send_b[sl].get() + (mine + 1) * blk_b,
                     sub_b[sl].get() + chunk_begin(ln, me, P) * lk);
         }
       });
     };
-    // Round t's products' chunks of this rank into C, in subproblem order.
-    auto combine_round = [&](index_t t) {
+    // Step t's products' chunks of this rank into C, in subproblem order.
+    auto combine_step = [&](std::size_t t) {
       const int sl = int(t % 2);
       timed(x_out, [&] { out_recv[sl].wait_all(); });
       if (blk_c == 0) return;
-      for (int p = 0; p < P && t * P + p < J; ++p) {
-        const T* q = p == me ? sub_c[sl].get() + chunk_begin(ln, me, P) * lm : q_in[sl].get() + p * blk_c;
-        add_dealt_product(t * P + p, L, q, blk_c, c, cm, touched, depth);
+      const DealtStep& s = plan.steps[t];
+      for (int i = 0; i < int(s.owners.size()); ++i) {
+        const T* q = s.owners[std::size_t(i)] == me ? sub_c[sl].get() + chunk_begin(ln, me, P) * lm
+                                                     : q_in[sl].get() + i * blk_c;
+        add_dealt_product(s.j0 + i, L, q, blk_c, c, cm, touched, depth);
       }
     };
     PokeAll pending{{&in_recv[0], &in_recv[1], &in_send[0], &in_send[1], &out_recv[0], &out_recv[1], &out_send[0], &out_send[1]}};
     post_in(0);
-    for (index_t t = 0; t < R; ++t) {
+    for (std::size_t t = 0; t < plan.steps.size(); ++t) {
       const int sl = int(t % 2);
-      if (t + 1 < R) post_in(t + 1);
+      extend_to(t + 1);  // (may grow plan.steps: references into it are taken after)
+      if (t + 1 < plan.steps.size()) post_in(t + 1);
+      const DealtStep& s = plan.steps[t];
       timed(x_out, [&] {
         if (blk_c > 0)
-          for (int p = 0; p < P && t * P + p < J; ++p)
-            if (p != me) comm.irecv(q_in[sl].get() + p * blk_c, blk_c, p, 33, out_recv[sl]);
+          for (int i = 0; i < int(s.owners.size()); ++i)
+            if (s.owners[std::size_t(i)] != me)
+              comm.irecv(q_in[sl].get() + i * blk_c, blk_c, s.owners[std::size_t(i)], 33, out_recv[sl]);
         in_recv[sl].wait_all();
       });
-      if (owns(t)) {
-        timed(x_out, [&] { out_send[sl].wait_all(); });  // round t - 2's product has left sub_c
+      if (plan.index_of(t, me) >= 0) {
+        timed(x_out, [&] { out_send[sl].wait_all(); });  // step t - 2's product has left sub_c
+        const double t0 = MPI_Wtime();
         timed(tail_phase(1), [&] {
           gemm_with_progress<T>(e, lm, ln, lk, T(1), sub_a[sl].get(), std::max<index_t>(lm, 1), sub_b[sl].get(),
                                 std::max<index_t>(lk, 1), T(0), sub_c[sl].get(), std::max<index_t>(lm, 1), &pending);
         });
+        if (t == 0) my_time = (MPI_Wtime() - t0) * (me == bs.skew_rank ? bs.skew : 1.0);
         timed(x_out, [&] {
           for (int r = 0; r < P; ++r)
             if (r != me && lm * cwn(r) > 0)
               comm.isend(sub_c[sl].get() + chunk_begin(ln, r, P) * lm, lm * cwn(r), r, 33, out_send[sl]);
         });
       }
-      if (t >= 1) combine_round(t - 1);
-      if (depth == 0) step_done(int(t + 1), int(R));
+      if (t == 0 && balance)  // one double per rank, outside the counted words
+        MPI_Iallgather(&my_time, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, comm.get(), &gather);
+      if (t >= 1) combine_step(t - 1);
+      if (depth == 0) step_done(int(t + 1), int(std::max<std::size_t>(plan.steps.size(), t + 1)));
     }
-    combine_round(R - 1);
+    combine_step(plan.steps.size() - 1);
     timed(x_out, [&] {
       for (int sl = 0; sl < 2; ++sl) in_send[sl].wait_all(), out_send[sl].wait_all();
+      if (gather != MPI_REQUEST_NULL) MPI_Wait(&gather, MPI_STATUS_IGNORE);
     });
   }
 
@@ -1037,7 +1109,8 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     if (steps_[depth] == CapsStep::dealt) {
       // Sent: this rank's chunks of the sums owned elsewhere; the column chunks of its own
-      // products that belong to the other ranks. Local: per level, each prefix's sums read the
+      // products that belong to the other ranks. (Round-robin dealing: the balancer moves
+      // subproblems between ranks at run time, and the measured words with them.) Local: per level, each prefix's sums read the
       // quadrants they use and write one; each child's product is read once and the quadrants it
       // feeds are read and written.
       const int L = st.steps, P = st.P, me = st.rank;

@@ -58,7 +58,8 @@ TEST(Caps, StepSequencesFormulasAndDtypes) {
 
 // Dealt steps (X) on any rank count, below none or all of the BFS steps the count allows and
 // below a DFS step: 7, 49 and 343 subproblems dealt round-robin, so that some ranks get one more
-// than others and, on many ranks, some none; odd sizes (padding), a single row, both formulas.
+// than others and, on many ranks, some none; odd sizes (padding), a single row, both formulas;
+// then dealt by the balancer with one rank reporting itself slow.
 TEST(Caps, DealtStepsOnAnyRankCount) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -68,6 +69,7 @@ TEST(Caps, DealtStepsOnAnyRankCount) {
   std::vector<std::string> sequences = {"X", "XX", "DX", "XXX"};
   if (v7 > 0) sequences.insert(sequences.end(), {B + "X", B + "XX"});
   const index_t shapes[][3] = {{37, 41, 29}, {1, 5, 3}, {50, 7, 64}};
+  ::setenv("DISTMM_CAPS_BALANCE", "0", 1);  // round-robin throughout: the words are the analytic ones
   for (const auto& seq : sequences)
     for (const char* formula : {"strassen", "winograd"})
       for (const auto& sh : shapes) {
@@ -82,6 +84,19 @@ TEST(Caps, DealtStepsOnAnyRankCount) {
         auto z = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2], {1, 2}, {-1, 1}, o);
         EXPECT_EQ(z.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
       }
+  ::unsetenv("DISTMM_CAPS_BALANCE");
+  // The balancer (on by default): rank 0 reports 3 times its step-0 time, so from step 2 on it
+  // takes part in a third of the steps and the others deal its share among themselves.
+  ::setenv("DISTMM_CAPS_SKEW", "0:3", 1);
+  for (const char* seq : {"XXX", "XX", "DXX"})
+    for (const auto& sh : shapes) {
+      AlgoOptions o;
+      o.caps_steps = parse_caps_steps(seq);
+      o.formula = &kWinogradFormula;
+      auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 1.0, -1.0, o);
+      EXPECT_EQ(d.max_err, 0.0) << "balanced P=" << P << " steps '" << seq << "' " << sh[0] << "x" << sh[1] << "x" << sh[2];
+    }
+  ::unsetenv("DISTMM_CAPS_SKEW");
   // Dealt steps must be the last ones, and BFS steps above them must divide P.
   Comm world = Comm::world();
   AlgoOptions bad;
