@@ -21,6 +21,8 @@
 # Budget: a 32-core host multiplies n = 16384 in ~9-12 s per code, n = 32768 in ~70-90 s, so
 # 5 rounds of 5 codes at 32768 on two rank counts take over an hour: split them over jobs, e.g.
 # one rank count per session: SINGLE_COPY=cma WARMUP=0 CODES="caps;cuboid;summa" ... "7:4" 32768 5.
+# CAPS's dealt steps (any P; at P = 28 the only way to three Strassen levels):
+#   CODES="caps --caps-steps XXX;cuboid;summa" bash jobs/bench_caps.sh "28:1" 32768 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 configs=${1:-"7:1"}

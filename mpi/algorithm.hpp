@@ -80,6 +80,10 @@ struct CommEstimate {
   // additions, layout copies; 0 where they are negligible next to the products, as for the
   // classical algorithms.
   double local_words_max = 0;
+  // Work dealt at run time by the ranks' measured rates (CAPS's dealt steps with the balancer):
+  // the busiest rank's flops matter less than the mean rank's plus one unit of work.
+  bool balanced = false;
+  double flops_mean = 0, flops_unit = 0;
 };
 
 class DistAlgorithm {

@@ -105,14 +105,15 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     const std::size_t best = words_first_choice(t, words);
     std::string why = "auto: " + candidates[best]->name() + " (" + candidates[best]->layout() +
                       "): of those predicted within 10% of the fastest, the fastest of those within 5% of the fewest words:";
-    char buf[96];
+    char buf[192];
     for (std::size_t a = 0; a < candidates.size(); ++a) {
       std::snprintf(buf, sizeof buf, " %s %.3g s %.3g words%s", candidates[a]->name().c_str(), t[a],
                     words[a], a + 1 < candidates.size() ? "," : "");
       why += buf;
     }
-    std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s, %.3g GB/s, %.3g us, %.3g GB/s memory per rank, from ",
-                  mm.flops_per_s / 1e9, mm.bytes_per_s / 1e9, mm.latency_s * 1e6, mm.memory_bytes_per_s / 1e9);
+    std::snprintf(buf, sizeof buf, "; model %.3g GFLOP/s (slowest rank %.3g), %.3g GB/s, %.3g us, %.3g GB/s memory per rank, from ",
+                  mm.flops_per_s / 1e9, mm.static_rate() / 1e9, mm.bytes_per_s / 1e9, mm.latency_s * 1e6,
+                  mm.memory_bytes_per_s / 1e9);
     why += buf + mm.source;
     if (caps_fits && !mm.measured) why += "; caps not considered without a measured model (run distmm calibrate)";
     if (!candidates[best]->selection().empty()) why += "; " + candidates[best]->selection();

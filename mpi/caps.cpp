@@ -102,10 +102,13 @@ class Caps final : public AlgorithmBase<Caps> {
       groups_.push_back(cur->split(qc % 7, qc / 7 * mr + qr));
       cur = &groups_.back();
     }
-    // The leaf grid's rows (same row part) and columns (same column chunk).
+    // The leaf grid's rows (same row part) and columns (same column chunk); dealt steps have no
+    // shared leaf.
     const int lq = cur->rank();
-    leaf_rows_ = cur->split(lq % mr, lq / mr);
-    leaf_cols_ = cur->split(lq / mr, lq % mr);
+    if (dealt_levels_ == 0) {
+      leaf_rows_ = cur->split(lq % mr, lq / mr);
+      leaf_cols_ = cur->split(lq / mr, lq % mr);
+    }
   }
 
   std::string name() const override { return "caps"; }
@@ -145,6 +148,8 @@ class Caps final : public AlgorithmBase<Caps> {
 
   CommEstimate analytic() const override {
     EstimateAccumulator acc;
+    double flops_sum = 0, unit = 0;
+    bool balanced = false;
     for (int r = 0; r < world_.size(); ++r) {
       Stage st = top_;
       st.rank = r;
@@ -153,8 +158,11 @@ class Caps final : public AlgorithmBase<Caps> {
       // the layout copies: A and B in (read and written), C out (read, written, read for beta)
       n.local += 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len();
       acc.add(n.words, n.msgs, n.flops, n.local);
+      flops_sum += n.flops, unit = n.unit, balanced = n.balanced;
     }
-    return acc.done(world_.size());
+    CommEstimate e = acc.done(world_.size());
+    e.balanced = balanced, e.flops_mean = flops_sum / world_.size(), e.flops_unit = unit;
+    return e;
   }
 
   template <class T>
@@ -1094,6 +1102,8 @@ class Caps final : public AlgorithmBase<Caps> {
   // the exchanges' local copies.
   struct Counts {
     double words = 0, msgs = 0, flops = 0, local = 0;
+    double unit = 0;        // dealt steps: one subproblem's flops, times the DFS repetitions
+    bool balanced = false;  // dealt by the balancer (more than two steps of subproblems)
   };
   void counts(const Stage& st, int depth, double mult, Counts& n) const {
     const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4, qc = double(st.c_len()) / 4;
@@ -1122,6 +1132,8 @@ class Caps final : public AlgorithmBase<Caps> {
       for (int r = 0; r < P; ++r) others_c += r != me && lm * chunk_width(ln, r, P) > 0;
       n.msgs += mult * (double(J - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c);
       n.flops += mult * double(owned) * 2.0 * double(lm) * double(ln) * double(lk);
+      n.unit = mult * 2.0 * double(lm) * double(ln) * double(lk);
+      n.balanced = BalanceSettings().on && P > 1 && J > 2 * index_t(P);
       double local = 0, parents = 1, la = double(st.a_len()), lb = double(st.b_len()), lc = double(st.c_len());
       for (int l = 1; l <= L; ++l) {
         la /= 4, lb /= 4, lc /= 4;

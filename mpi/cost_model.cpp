@@ -20,7 +20,7 @@ MachineModel machine_model(const Comm& comm) {
   // Read on every call (a small file) by rank 0 of *this* communicator: a cache keyed to the
   // first communicator would make later ones (other BLACS grids) skip the collective.
   MachineModel m;
-  double v[4] = {m.flops_per_s, m.bytes_per_s, m.latency_s, m.memory_bytes_per_s};
+  double v[5] = {m.flops_per_s, m.bytes_per_s, m.latency_s, m.memory_bytes_per_s, 0};
   int found = 0;
   if (comm.rank() == 0) {
     std::ifstream in(machine_model_path());
@@ -32,16 +32,18 @@ MachineModel machine_model(const Comm& comm) {
         v[2] = j.at("latency_s").get<double>();
         // (files from before mu was measured keep the default)
         if (j.contains("memory_bytes_per_s")) v[3] = j.at("memory_bytes_per_s").get<double>();
+        if (j.contains("slowest_flops_per_s")) v[4] = j.at("slowest_flops_per_s").get<double>();
         found = v[0] > 0 && v[1] > 0 && v[2] >= 0 && v[3] > 0;
       } catch (const std::exception&) {
         found = 0;  // unreadable: the defaults stand (the report names the source)
       }
-      if (!found) v[0] = m.flops_per_s, v[1] = m.bytes_per_s, v[2] = m.latency_s, v[3] = m.memory_bytes_per_s;
+      if (!found) v[0] = m.flops_per_s, v[1] = m.bytes_per_s, v[2] = m.latency_s, v[3] = m.memory_bytes_per_s, v[4] = 0;
     }
   }
-  MPI_Bcast(v, 4, MPI_DOUBLE, 0, comm.get());
+  MPI_Bcast(v, 5, MPI_DOUBLE, 0, comm.get());
   MPI_Bcast(&found, 1, MPI_INT, 0, comm.get());
   m.flops_per_s = v[0], m.bytes_per_s = v[1], m.latency_s = v[2], m.memory_bytes_per_s = v[3];
+  m.slowest_flops_per_s = v[4];
   if (found) m.source = machine_model_path() + " (distmm calibrate)", m.measured = true;
   return m;
 }
@@ -69,6 +71,7 @@ void save_machine_model(const MachineModel& m, const std::string& path) {
   }
   nlohmann::json j{{"flops_per_s", m.flops_per_s}, {"bytes_per_s", m.bytes_per_s}, {"latency_s", m.latency_s},
                    {"memory_bytes_per_s", m.memory_bytes_per_s}};
+  if (m.slowest_flops_per_s > 0) j["slowest_flops_per_s"] = m.slowest_flops_per_s;
   std::ofstream out(path);
   out << j.dump(2) << "\n";
   if (!out) throw UsageError("cannot write the machine model to " + path + ": choose a writable --file");

@@ -1,11 +1,15 @@
 // The machine model that predicts an algorithm's time from its counts (the busiest rank's):
 //   t = flops / F + bytes / beta + messages * alpha + local bytes / mu
+// where a static split of the work runs at the slowest rank's rate (F_slow: every rank waits for
+// it) and a run-time balanced one (CAPS's dealt steps) at the median rank's rate on the mean
+// rank's flops, plus one unit of work for the last step's granularity
 // (the alpha-beta-gamma model of Thakur, Rabenseifner & Gropp 2005, with F the rank's GEMM rate,
 // plus the memory-bound passes around the products -- Strassen-like additions, layout copies --
 // at mu, a rank's share of the memory bandwidth while every rank streams at once).
 // `distmm calibrate` measures F, beta, alpha and mu on the ranks it runs on and saves them;
 // without a saved file the defaults below stand (a core of a 2020s server node, an MPI link).
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,14 +18,18 @@
 namespace distmm {
 
 struct MachineModel {
-  double flops_per_s = 2e10;  // one rank's GEMM rate (F)
+  double flops_per_s = 2e10;  // one rank's GEMM rate (F; the median over the ranks)
+  // The slowest rank's, all ranks multiplying at once (0: the same as F). On the 32-core hosts
+  // some cores ran equal GEMMs up to 1.5x longer than others, for seconds at a time.
+  double slowest_flops_per_s = 0;
+  double static_rate() const { return slowest_flops_per_s > 0 ? std::min(slowest_flops_per_s, flops_per_s) : flops_per_s; }
   double bytes_per_s = 2e9;   // one rank's point-to-point bandwidth (beta)
   double latency_s = 5e-6;    // per message (alpha)
   double memory_bytes_per_s = 5e9;  // one rank's streaming rate, all ranks at once (mu)
   std::string source = "defaults (no distmm calibrate file)";
   bool measured = false;  // read from a distmm calibrate file
   double seconds(double flops, double bytes, double messages, double local_bytes = 0) const {
-    return flops / flops_per_s + bytes / bytes_per_s + messages * latency_s + local_bytes / memory_bytes_per_s;
+    return flops / static_rate() + bytes / bytes_per_s + messages * latency_s + local_bytes / memory_bytes_per_s;
   }
 };
 
@@ -29,7 +37,9 @@ struct MachineModel {
 // elements of `elem` bytes.
 template <class Estimate>
 double predicted_seconds(const MachineModel& m, const Estimate& e, double elem) {
-  return m.seconds(e.flops_max, e.words_max * elem, e.messages_max, e.local_words_max * elem);
+  const double rest = m.seconds(0, e.words_max * elem, e.messages_max, e.local_words_max * elem);
+  if (e.balanced) return rest + (e.flops_mean + e.flops_unit) / m.flops_per_s;
+  return rest + e.flops_max / m.static_rate();
 }
 
 // Choices among grids or algorithms whose predicted times lie within this fraction of the

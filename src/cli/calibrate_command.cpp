@@ -1,6 +1,7 @@
 // `distmm calibrate`: measures the three rates of the cost model (mpi/cost_model.hpp) on the
 // ranks it runs on, all ranks at once (so shared memory bandwidth and cores count as in a run):
-//   F     a rank's GEMM rate (f64, its thread budget, 2048^3, best of three);
+//   F     a rank's GEMM rate (f64, its thread budget, 2048^3, best of three): the median over the
+//         ranks, and the slowest rank's (a static split of the work waits for it);
 //   beta  point-to-point bandwidth, ranks paired (0-1, 2-3, ...) exchanging 16 MiB (one rank:
 //         a memory copy of that size), median over the pairs;
 //   alpha half the round trip of an 8-byte message (one rank: 1 us);
@@ -103,6 +104,7 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   MPI_Allgather(&lat, 1, MPI_DOUBLE, lats.data(), 1, MPI_DOUBLE, world.get());
   MachineModel m;
   m.flops_per_s = median(rates);
+  m.slowest_flops_per_s = *std::min_element(rates.begin(), rates.end());
   m.bytes_per_s = median(bws);
   m.latency_s = median(lats);
   m.memory_bytes_per_s = median(mus);
@@ -118,7 +120,9 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   world.agree(error);
   if (rank == 0)
     os << "distmm calibrate on " << P << " rank" << (P > 1 ? "s" : "") << " x " << threads
-       << " threads\n  GEMM rate per rank   " << m.flops_per_s / 1e9 << " GFLOP/s (f64, 2048^3)\n"
+       << " threads\n  GEMM rate per rank   " << m.flops_per_s / 1e9 << " GFLOP/s (f64, 2048^3; median, slowest rank "
+       << *std::min_element(rates.begin(), rates.end()) / 1e9 << ", fastest "
+       << *std::max_element(rates.begin(), rates.end()) / 1e9 << ")\n"
        << "  bandwidth per rank   " << m.bytes_per_s / 1e9 << " GB/s ("
        << (P > 1 ? "16 MiB point-to-point" : "memory copy, one rank") << ")\n"
        << "  latency              " << m.latency_s * 1e6 << " us" << (P > 1 ? "" : " (one rank: assumed)")

@@ -217,7 +217,7 @@ with tempfile.TemporaryDirectory() as d:
         "--block": (["1", "7"], ["0", "-3"]),
         "--grid-rows": (["1", "2"], ["0"]),
         "--panel": (["1", "5"], ["0"]),
-        "--caps-steps": (["B", "D", "BD"], ["X", ""]),
+        "--caps-steps": (["B", "D", "BD", "X", "DXX"], ["Q", "XB", ""]),
         "--formula": (["strassen", "winograd"], ["magic"]),
         "--alpha": (["1", "-2.5", "1+2j"], ["nan", "x"]),
         "--beta": (["0", "1", "0.5j"], ["inf"]),

@@ -49,6 +49,7 @@ with tempfile.TemporaryDirectory() as d:
             algos.append("dns")
         if caps_ok(P):
             algos += ["caps", "caps"]
+        algos.append("caps-dealt")  # CAPS with dealt steps: any P
         algo = gen.choice(algos)
         m, n, k = dim(), dim(), dim()
         if gen.random() < 0.2:  # skinny: one dimension much larger
@@ -56,7 +57,7 @@ with tempfile.TemporaryDirectory() as d:
             big = gen.choice([600, 1000])
             m, n, k = [big if i == which else gen.choice([1, 3, 8]) for i in range(3)]
         dtype = gen.choice(["f32", "f64", "c32", "c64"])
-        args = ["run", "--m", str(m), "--n", str(n), "--k", str(k), "--algo", algo, "--dtype", dtype,
+        args = ["run", "--m", str(m), "--n", str(n), "--k", str(k), "--algo", algo.split("-")[0], "--dtype", dtype,
                 "--verify", "full", "--threads", "1", "--repeat", "1", "--warmup", "0",
                 "--seed", str(gen.randrange(1000))]
         if gen.random() < 0.5:
@@ -69,15 +70,16 @@ with tempfile.TemporaryDirectory() as d:
         complex_ = dtype.startswith("c")
         args += ["--alpha=" + gen.choice(["1", "-2", "0.5"] + (["1-2j"] if complex_ else [])),
                  "--beta=" + gen.choice(["0", "1", "-0.5"] + (["0.5j"] if complex_ else []))]
+        bfs, q = 0, P
+        while q % 7 == 0:
+            q //= 7
+            bfs += 1
         if algo == "caps" and gen.random() < 0.5:
-            bfs = 0
-            q = P
-            while q % 7 == 0:
-                q //= 7
-                bfs += 1
             steps = gen.choice(["", "D"]) + "B" * bfs + gen.choice(["", "D"])
             if steps:
                 args += ["--caps-steps", steps]
+        if algo == "caps-dealt":  # up to the BFS steps P allows, then 1-3 dealt levels
+            args += ["--caps-steps", gen.choice(["", "D"]) + "B" * gen.randint(0, bfs) + "X" * gen.choice([1, 1, 2, 3])]
         cmd = ([bin_] if P == 1 else [mpiexec, "-n", str(P), "--oversubscribe", bin_]) + args
         try:
             r = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=300)

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,6 +23,33 @@ int bfs_steps_for(int P) {
   return P <= 6 ? k : -1;
 }
 
+// Every sequence with both formulas on every shape: exact products (integer inputs) and the
+// measured words equal to the analytic count; f64 and c32, and f32 and c64 where `all_dtypes`.
+void expect_exact_products(int P, const std::vector<std::string>& sequences, const std::vector<std::array<index_t, 3>>& shapes,
+                           bool all_dtypes) {
+  for (const auto& seq : sequences)
+    for (const char* formula : {"strassen", "winograd"})
+      for (const auto& sh : shapes) {
+        AlgoOptions o;
+        o.caps_steps = parse_caps_steps(seq);
+        o.formula = std::string(formula) == "winograd" ? &kWinogradFormula : &kStrassenFormula;
+        auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 2.0, 0.5, o);
+        ASSERT_FALSE(d.skipped) << d.note;
+        EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " " << sh[0] << "x"
+                                  << sh[1] << "x" << sh[2];
+        EXPECT_TRUE(d.words_match) << d.note;
+        auto c = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2], {0, 1}, 0.0, o);
+        EXPECT_EQ(c.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
+        if (!all_dtypes) continue;
+        auto f = multiply_and_compare<float>("caps", "blas", sh[0], sh[1], sh[2], 1.0, 0.0, o);
+        EXPECT_EQ(f.max_err, 0.0) << "f32 P=" << P << " steps '" << seq << "' " << formula;
+        // Strassen's identities hold over any ring: complex operands, complex alpha and beta.
+        auto z = multiply_and_compare<std::complex<double>>("caps", "blas", sh[0], sh[1], sh[2], {1, 2}, {-1, 1}, o);
+        EXPECT_EQ(z.max_err, 0.0) << "c64 P=" << P << " steps '" << seq << "' " << formula;
+        EXPECT_TRUE(z.words_match) << z.note;
+      }
+}
+
 TEST(Caps, StepSequencesFormulasAndDtypes) {
   int P;
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -31,29 +59,7 @@ TEST(Caps, StepSequencesFormulasAndDtypes) {
   std::vector<std::string> sequences = {B, "D" + B, B + "D"};
   if (k == 0) sequences = {"", "D", "DD"};
   if (k >= 2) sequences.push_back("BDB");
-  const index_t shapes[][3] = {{37, 41, 29}, {16, 16, 16}, {1, 5, 3}, {50, 7, 64}};
-  for (const auto& seq : sequences)
-    for (const char* formula : {"strassen", "winograd"})
-      for (const auto& sh : shapes) {
-        AlgoOptions o;
-        o.caps_steps = parse_caps_steps(seq);
-        o.formula = std::string(formula) == "winograd" ? &kWinogradFormula : &kStrassenFormula;
-        auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 2.0, 0.5, o);
-        ASSERT_FALSE(d.skipped) << d.note;
-        EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " "
-                                  << sh[0] << "x" << sh[1] << "x" << sh[2];
-        EXPECT_TRUE(d.words_match) << d.note;
-        auto f = multiply_and_compare<float>("caps", "blas", sh[0], sh[1], sh[2], 1.0, 0.0, o);
-        EXPECT_EQ(f.max_err, 0.0) << "f32 P=" << P << " steps '" << seq << "' " << formula;
-        // Strassen's identities hold over any ring: complex operands, complex alpha and beta.
-        auto z = multiply_and_compare<std::complex<double>>("caps", "blas", sh[0], sh[1], sh[2],
-                                                            {1, 2}, {-1, 1}, o);
-        EXPECT_EQ(z.max_err, 0.0) << "c64 P=" << P << " steps '" << seq << "' " << formula;
-        EXPECT_TRUE(z.words_match) << z.note;
-        auto c = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2],
-                                                           {0, 1}, 0.0, o);
-        EXPECT_EQ(c.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
-      }
+  expect_exact_products(P, sequences, {{37, 41, 29}, {16, 16, 16}, {1, 5, 3}, {50, 7, 64}}, true);
 }
 
 // Dealt steps (X) on any rank count, below none or all of the BFS steps the count allows and
@@ -68,22 +74,9 @@ TEST(Caps, DealtStepsOnAnyRankCount) {
   const std::string B(std::size_t(v7), 'B');
   std::vector<std::string> sequences = {"X", "XX", "DX", "XXX"};
   if (v7 > 0) sequences.insert(sequences.end(), {B + "X", B + "XX"});
-  const index_t shapes[][3] = {{37, 41, 29}, {1, 5, 3}, {50, 7, 64}};
+  const std::vector<std::array<index_t, 3>> shapes = {{37, 41, 29}, {1, 5, 3}, {50, 7, 64}};
   ::setenv("DISTMM_CAPS_BALANCE", "0", 1);  // round-robin throughout: the words are the analytic ones
-  for (const auto& seq : sequences)
-    for (const char* formula : {"strassen", "winograd"})
-      for (const auto& sh : shapes) {
-        AlgoOptions o;
-        o.caps_steps = parse_caps_steps(seq);
-        o.formula = std::string(formula) == "winograd" ? &kWinogradFormula : &kStrassenFormula;
-        auto d = multiply_and_compare<double>("caps", "blas", sh[0], sh[1], sh[2], 2.0, 0.5, o);
-        ASSERT_FALSE(d.skipped) << d.note;
-        EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " " << sh[0] << "x"
-                                  << sh[1] << "x" << sh[2];
-        EXPECT_TRUE(d.words_match) << d.note;
-        auto z = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2], {1, 2}, {-1, 1}, o);
-        EXPECT_EQ(z.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
-      }
+  expect_exact_products(P, sequences, shapes, false);
   ::unsetenv("DISTMM_CAPS_BALANCE");
   // The balancer (on by default): rank 0 reports 3 times its step-0 time, so from step 2 on it
   // takes part in a third of the steps and the others deal its share among themselves.
