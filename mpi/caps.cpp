@@ -128,7 +128,8 @@ class Caps final : public AlgorithmBase<Caps> {
   std::size_t level_phase(int depth, Phase p) const { return std::size_t(depth) * kPerLevel + p; }
   std::size_t tail_phase(int which) const { return steps_.size() * kPerLevel + std::size_t(which); }
   std::string layout() const override {
-    return "P = " + std::to_string(m_) + " * 7^" + std::to_string(k7_) + ", steps " +
+    const std::string ranks = dealt_levels_ > 0 && k7_ == 0 ? std::to_string(m_) : std::to_string(m_) + " * 7^" + std::to_string(k7_);
+    return "P = " + ranks + ", steps " +
            (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name + ", padded to " +
            std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
   }
@@ -753,16 +754,21 @@ class Caps final : public AlgorithmBase<Caps> {
       return it == o.end() ? -1 : int(it - o.begin());
     }
   };
-  // Settings from the environment: DISTMM_CAPS_BALANCE=0 deals round-robin throughout;
+  // Settings from the environment, read once when the algorithm is built: DISTMM_CAPS_BALANCE=0
+  // deals round-robin throughout (agreed over the ranks: off if any rank has it off, since a
+  // rank that balances alone would wait for a gather the others never post);
   // DISTMM_CAPS_SKEW=R:F (tests) makes rank R report F times its step-0 time.
   struct BalanceSettings {
     bool on = true;
     int skew_rank = -1;
     double skew = 1;
-    BalanceSettings() {
+    explicit BalanceSettings(const Comm& world) {
       if (const char* s = std::getenv("DISTMM_CAPS_BALANCE")) on = std::strcmp(s, "0") != 0;
       if (const char* s = std::getenv("DISTMM_CAPS_SKEW"); s && std::strchr(s, ':'))
         skew_rank = std::atoi(s), skew = std::atof(std::strchr(s, ':') + 1);
+      int mine = on ? 1 : 0, all = 1;
+      MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world.get());
+      on = all == 1;
     }
   };
   template <class T>
@@ -773,7 +779,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto cwn = [&](int r) { return chunk_width(ln, r, P); };
     const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
     const index_t J = pow7(L);
-    const BalanceSettings bs;
+    const BalanceSettings& bs = balance_;
     DealtPlan plan;
     plan.J = J;
     plan.add(P), plan.add(P);
@@ -787,7 +793,7 @@ class Caps final : public AlgorithmBase<Caps> {
           timed(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
           std::vector<double> sorted = times;
           std::sort(sorted.begin(), sorted.end());
-          const double med = sorted[sorted.size() / 2];
+          const double med = sorted[(sorted.size() - 1) / 2];  // (the lower median: at P = 2, the faster)
           for (double ti : times) plan.w.push_back(ti > 0 && med > 0 ? std::clamp(med / ti, 0.05, 1.0) : 1.0);
         }
         plan.add(P);
@@ -1133,7 +1139,7 @@ class Caps final : public AlgorithmBase<Caps> {
       n.msgs += mult * (double(J - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c);
       n.flops += mult * double(owned) * 2.0 * double(lm) * double(ln) * double(lk);
       n.unit = mult * 2.0 * double(lm) * double(ln) * double(lk);
-      n.balanced = BalanceSettings().on && P > 1 && J > 2 * index_t(P);
+      n.balanced = balance_.on && P > 1 && J > 2 * index_t(P);
       double local = 0, parents = 1, la = double(st.a_len()), lb = double(st.b_len()), lc = double(st.c_len());
       for (int l = 1; l <= L; ++l) {
         la /= 4, lb /= 4, lc /= 4;
@@ -1173,6 +1179,7 @@ class Caps final : public AlgorithmBase<Caps> {
   CapsSteps steps_;
   BilinearFormula f_;
   Comm world_;
+  BalanceSettings balance_{world_};  // (after world_, over which it is agreed)
   Stage top_{};
   Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;
@@ -1262,6 +1269,8 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     const bool dealt = first_x != std::string::npos;
     if (dealt && text.find_first_not_of('X', first_x) != std::string::npos)
       throw UsageError("--caps-steps '" + text + "': dealt steps (X) must come last, e.g. BXX");
+    if (dealt && std::count(steps.begin(), steps.end(), CapsStep::dealt) > 6)
+      throw UsageError("--caps-steps '" + text + "': at most 6 dealt steps (7^6 = 117649 subproblems)");
     if (dealt && b > v7)
       throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but 7^" +
                        std::to_string(b) + " does not divide " + std::to_string(P) + " ranks: use at most " +
