@@ -18,7 +18,9 @@
 #   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
-# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), BENCH_JSON (JSON lines, default a
+# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), CAPS_STEPS (X: gpu-winograd on
+# 2+ GPUs also as `--algo caps --caps-steps X --formula winograd`, Strassen's top level dealt
+# over the GPUs; empty: not), BENCH_JSON (JSON lines, default a
 # temporary file), MPIRUN (default: mpirun with root and oversubscription allowed), TABLE_ONLY=1
 # (run nothing: print the tables of BENCH_JSON's lines).
 # Through the device tool: build here into a folder, carry it and .device, and run
@@ -33,6 +35,7 @@ table_only=${TABLE_ONLY:-}
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
 repeat=${REPEAT:-3}
 algo=${ALGO:-summa}
+caps_steps=${CAPS_STEPS-X}  # gpu-winograd on 2+ GPUs also as CAPS (winograd) with these steps ("": not)
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NVLink multicast off (it misbehaves on these hosts)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -65,8 +68,15 @@ elif [ "$mode" = gpus ]; then
         --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
       for p in $ranks; do
         for e in cublas gpu-winograd; do runs "$p" "$e" "$dt" "$algo" --size "$n"; done
+        # Strassen's top levels dealt across the GPUs (CAPS dealt steps): whole subproblems per GPU
+        if [ "$p" -ge 2 ] && [ -n "$caps_steps" ]; then
+          runs "$p" gpu-winograd "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n"
+        fi
       done
       for e in cublas gpu-winograd; do runs "$gpus" "$e" "$dt" "$algo" --size "$n" --from-host; done
+      if [ "$gpus" -ge 2 ] && [ -n "$caps_steps" ]; then
+        runs "$gpus" gpu-winograd "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n" --from-host
+      fi
       "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
     done
   done
@@ -101,9 +111,14 @@ for r in rows:
         bench[k] = min(bench.get(k, 1e30), r["time_median"])
 runs = [r for r in rows if "algo" in r]
 xt = {(r["dtype"], r["n"]): r for r in rows if r.get("command") == "xt-bench"}
-print("\n| dtype | n | engine | GPUs (ranks) | residency | time s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"])):
+def algo_of(r):  # "summa", or "caps XX" with the CAPS steps that ran
+    if r["algo"] != "caps":
+        return r["algo"]
+    lay = r.get("layout", "")
+    return "caps " + (lay.split("steps ")[1].split(",")[0] if "steps " in lay else "")
+print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
     k = (r["dtype"], r["m"], r["engine"])
     t, p = r["time_median"], r["ranks"]
     tflops = 2 * r["m"] * r["n"] * r["k"] / t / 1e12
@@ -116,16 +131,16 @@ for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["d
     elif p == 2 and ((r["dtype"] == "f32" and r["m"] >= 32768) or (r["dtype"] == "f64" and r["m"] == 32768)):
         target = ">= 1.85x one GPU: " + ("met" if speed >= 1.85 else "NOT met")
     res = "device, NCCL" if "NCCL" in r.get("residency", "") else r.get("residency", "")[:40]
-    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {res} | {t:.3f} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
-print("\n| dtype | n | engine | GPUs | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"])):
+    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {algo_of(r)} | {res} | {t:.3f} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
+print("\n| dtype | n | engine | GPUs | algorithm | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["algo"])):
     total = r["load_seconds"] + r["time_median"] + r["store_seconds"]
     x = xt.get((r["dtype"], r["m"]))
     xs = x["time_median"] if x else float("nan")
     sp = xs / total
     target = ">= 1.2x: " + ("met" if sp >= 1.2 else "NOT met") if r["ranks"] >= 2 else ""
-    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {r['ranks']} | {r['load_seconds']:.3f} | {r['time_median']:.3f} | "
+    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {r['ranks']} | {algo_of(r)} | {r['load_seconds']:.3f} | {r['time_median']:.3f} | "
           f"{r['store_seconds']:.3f} | {total:.3f} | {xs:.3f} | {sp:.3f}x | {target} |")
 # Scaling mode: the best classical algorithm per (dtype, n, engine, ranks), CAPS, weak scaling.
 square = [r for r in runs if not r.get("from_host") and r["m"] == r["n"] == r["k"] and r["algo"] in ("summa", "cuboid")]
@@ -143,7 +158,7 @@ if any(k[3] >= 4 for k in best):
         t = {4: 0.90, 8: 0.85}.get(p)
         mark = f">= {t}: " + ("met" if eff >= t else "NOT met") if t else ""
         print(f"| {dt} | {n} | {e} | {p} | {r['algo']} | {r['time_median']:.3f} | {eff:.3f} | {mark} |")
-for r in (r for r in runs if r["algo"] == "caps"):
+for r in (r for r in runs if r["algo"] == "caps" and r["ranks"] == 7):
     cub = bench.get((r["dtype"], r["m"], "cublas"))
     eff_tf = 2 * r["m"] ** 3 / r["time_median"] / 1e12
     need = 1.3 * 7 * (2 * r["m"] ** 3 / cub / 1e12) if cub else float("nan")

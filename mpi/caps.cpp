@@ -20,7 +20,9 @@
 //    rank count (P = 28 = 4 x 7: one BFS step, then 2 x 2 leaf grids), this still takes several
 //    Strassen levels: 343 subproblems over 28 ranks are 13 rounds, (7/8)^3 x 13/12.25 = 0.71 of
 //    the classical multiplications on the busiest rank. Round t + 1's operands travel during
-//    round t's product, round t's products travel back during round t + 1's.
+//    round t's product, round t's products travel back during round t + 1's. On GPUs (device
+//    path) the last J mod P subproblems are split over all ranks instead of dealt to a few (on
+//    2 GPUs, X is 3 + 3 whole subproblems and half of the seventh each).
 //  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, A's leaf is allgathered
 //    and each rank multiplies it by its own columns of B (1-D, classical).
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
@@ -82,8 +84,11 @@ std::pair<int, int> leaf_grid(int m) {
 
 class Caps final : public AlgorithmBase<Caps> {
  public:
-  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f)
-      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
+  // split_remainder: dealt steps split the last J mod P subproblems over all ranks (the device
+  // path; device_dealt) instead of dealing them to a few.
+  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f,
+       bool split_remainder = false)
+      : s_(s), m_(mfac), k7_(k7), split_remainder_(split_remainder), steps_(std::move(steps)), f_(f), world_(world.dup()) {
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
     dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
@@ -139,8 +144,6 @@ class Caps final : public AlgorithmBase<Caps> {
   const Piece& piece_b() const override { return pb_; }
   const Piece& piece_c() const override { return pc_; }
   bool strassen_like() const override { return true; }
-  // Dealt steps have no device path yet: such a run stages each local product through the GPU.
-  bool runs_on_device() const override { return dealt_levels_ == 0; }
   double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
@@ -189,25 +192,48 @@ class Caps final : public AlgorithmBase<Caps> {
   void prepare_device(DeviceSpace& sp) override {
     if (dev_ready_) return;
     for (const Comm& p : peers_) dev_peers_.push_back(sp.comm(p));
-    dev_leaf_rows_ = sp.comm(leaf_rows_);
-    dev_leaf_cols_ = sp.comm(leaf_cols_);
+    if (dealt_levels_ > 0) {
+      dev_dealt_ = sp.comm(groups_.empty() ? world_ : groups_.back());
+    } else {
+      dev_leaf_rows_ = sp.comm(leaf_rows_);
+      dev_leaf_cols_ = sp.comm(leaf_cols_);
+    }
     dev_ready_ = true;
   }
   // Buffers: 0-2 the top's A, B and C in Z order; then kLevelBuffers per level (sums of A,
-  // sums of B, products, the subproblem's A, B and C, exchange staging); last the leaf SUMMA's
-  // two A and two B panels.
+  // sums of B, products, the subproblem's A, B and C, exchange staging; a dealt level below the
+  // first: its stored sums of A and B and partial product); then the leaf SUMMA's two A and two
+  // B panels; last, with dealt steps, two of each of their round buffers (dealt_buffer).
   static constexpr std::size_t kLevelBuffers = 7;
   std::size_t level_buffer(int depth, int i) const { return 3 + std::size_t(depth) * kLevelBuffers + std::size_t(i); }
   std::size_t leaf_buffer(int i) const { return 3 + steps_.size() * kLevelBuffers + std::size_t(i); }
+  enum DealtBuffer { kSendA, kSendB, kSubA, kSubB, kSubC, kProductsIn, kDealtBuffers };
+  std::size_t dealt_buffer(DealtBuffer which, int slot) const { return leaf_buffer(4) + 2 * std::size_t(which) + std::size_t(slot); }
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     const std::size_t e = size_of(dt);
-    std::vector<std::size_t> b(leaf_buffer(4), 0);
+    std::vector<std::size_t> b(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);
     b[0] = std::size_t(top_.a_len()) * e, b[1] = std::size_t(top_.b_len()) * e, b[2] = std::size_t(top_.c_len()) * e;
     Stage st = top_;
     for (std::size_t d = 0; d < steps_.size(); ++d) {
       const std::size_t qa = std::size_t(st.a_len() / 4) * e, qb = std::size_t(st.b_len() / 4) * e,
                         qc = std::size_t(st.c_len() / 4) * e;
       std::size_t* L = &b[level_buffer(int(d), 0)];
+      if (steps_[d] == CapsStep::dealt) {  // the dealt stage (the last steps)
+        for (int l = 1; l < st.steps; ++l) {
+          std::size_t* Ll = &b[level_buffer(int(d) + l, 0)];
+          Ll[0] = std::size_t(st.a_len() >> (2 * l)) * e, Ll[1] = std::size_t(st.b_len() >> (2 * l)) * e;
+          Ll[2] = std::size_t(st.c_len() >> (2 * l)) * e;
+        }
+        const std::size_t lm = std::size_t(st.lm()), lk = std::size_t(st.lk()), ln = std::size_t(st.ln());
+        const std::size_t P = std::size_t(st.P), wk = std::size_t(chunk_width(st.lk(), st.rank, st.P)),
+                          wn = std::size_t(chunk_width(st.ln(), st.rank, st.P));
+        for (int slot = 0; slot < 2; ++slot) {  // a round's chunks of up to P sums and products
+          b[dealt_buffer(kSendA, slot)] = P * lm * wk * e, b[dealt_buffer(kSendB, slot)] = P * lk * wn * e;
+          b[dealt_buffer(kSubA, slot)] = lm * lk * e, b[dealt_buffer(kSubB, slot)] = lk * ln * e;
+          b[dealt_buffer(kSubC, slot)] = lm * ln * e, b[dealt_buffer(kProductsIn, slot)] = P * lm * wn * e;
+        }
+        return b;
+      }
       if (steps_[d] == CapsStep::dfs) {
         L[0] = qa, L[1] = qb, L[2] = qc;
         st = st.child_dfs();
@@ -229,7 +255,10 @@ class Caps final : public AlgorithmBase<Caps> {
   }
   GemmShape device_gemm_shape() const override {
     Stage st = top_;
-    for (CapsStep c : steps_) st = c == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
+    for (CapsStep c : steps_) {
+      if (c == CapsStep::dealt) return {st.lm(), st.ln(), st.lk()};  // whole subproblems
+      st = c == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
+    }
     return {st.rows_of(st.lm()), st.cols_of(st.ln()), st.lk()};
   }
 
@@ -289,6 +318,17 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T>
   static void device_sum(DeviceSpace& sp, T* out, index_t n, const std::vector<std::pair<const T*, int>>& terms) {
     if (n <= 0) return;
+    DeviceSpace::Combination c;
+    c.n_out = 1, c.out[0] = out;
+    for (const auto& [x, w] : terms)
+      if (w != 0) {
+        if (c.n_in == 4) {
+          c.n_in = 5;  // more than the fused kernel takes: one term at a time below
+          break;
+        }
+        c.in[std::size_t(c.n_in)] = x, c.coef[0][std::size_t(c.n_in)] = w, ++c.n_in;
+      }
+    if (c.n_in >= 1 && c.n_in <= 4) return sp.combine(n, c, dtype_of<T>());
     bool first = true;
     for (const auto& [x, w] : terms) {
       if (w == 0) continue;
@@ -307,6 +347,7 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T>
   void device_recurse(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
     if (st.steps == 0) return device_leaf<T>(sp, st, a, b, c);
+    if (steps_[depth] == CapsStep::dealt) return device_dealt<T>(sp, st, depth, a, b, c);
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
     auto buf = [&](int i) { return device_buffer<T>(level_buffer(depth, i)); };
     if (steps_[depth] == CapsStep::dfs) {
@@ -345,6 +386,169 @@ class Caps final : public AlgorithmBase<Caps> {
       for (int j = 0; j < 7; ++j) terms.push_back({mall + j * qc, f_.c[j][q]});
       device_sum<T>(sp, c + q * qc, qc, terms);
     }
+  }
+  // dealt() on device buffers: whole rounds dealt round-robin (the GPUs of a run are alike: no
+  // balancer), the last J mod P subproblems split over all ranks. The sums and combinations are
+  // fused passes on the compute lane (a sum that is one quadrant of A or B is sent from A or B); round t + 1's operands travel
+  // on the comm lane (one NCCL group per round and direction) during round t's product, and
+  // round t's products during round t + 1's sums. Markers order the lanes buffer by buffer:
+  // 2 slot: round t's operands in, 4 + slot: its products back.
+  template <class T>
+  void device_dealt(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
+    using Lane = DeviceSpace::Lane;
+    const int L = st.steps, P = st.P, me = st.rank;
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    auto cwk = [&](int r) { return chunk_width(lk, r, P); };
+    auto cwn = [&](int r) { return chunk_width(ln, r, P); };
+    const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
+    DealtPlan plan;
+    plan.J = pow7(L);
+    while (plan.J - plan.next >= P) plan.add(P);  // whole rounds; the rest split (split_product)
+    const std::size_t rounds = plan.steps.size();
+    DeviceComm& comm = *dev_dealt_;
+    DealtSums<T> sa(L), sb(L);
+    std::vector<T*> cm(std::size_t(L), nullptr);
+    for (int l = 1; l < L; ++l) {
+      sa.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 0));
+      sb.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 1));
+      cm[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 2));
+    }
+    auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
+    std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
+    std::array<std::vector<const T*>, 2> from_a, from_b;
+    auto form = [&](const int (&coef)[7][4]) {
+      return [&sp, &coef](int, const T* parent, index_t quarter, int d, T* dst) {
+        device_sum<T>(sp, dst, quarter, quadrant_terms<T>(parent, quarter, coef[d]));
+      };
+    };
+    auto in_mark = [](std::size_t t) { return 2 + int(t % 2); };
+    auto out_mark = [](std::size_t t) { return 4 + int(t % 2); };
+    auto own_a = [&](std::size_t t) { return buf(kSubA, t) + chunk_begin(lk, me, P) * lm; };
+    auto own_b = [&](std::size_t t) { return buf(kSubB, t) + chunk_begin(ln, me, P) * lk; };
+    auto form_round = [&](std::size_t t) {  // compute lane (round t - 2's product has read the operands: queued before)
+      const DealtStep& s = plan.steps[t];
+      const std::size_t n = s.owners.size(), sl = t % 2;
+      from_a[sl].assign(n, nullptr), from_b[sl].assign(n, nullptr);
+      const int mine = plan.index_of(t, me);
+      for (std::size_t i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
+        T* oa = int(i) == mine ? own_a(t) : buf(kSendA, t) + index_t(i) * blk_a;
+        T* ob = int(i) == mine ? own_b(t) : buf(kSendB, t) + index_t(i) * blk_b;
+        from_a[sl][i] = dealt_sum(s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa, form(f_.a));
+        from_b[sl][i] = dealt_sum(s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob, form(f_.b));
+      }
+    };
+    auto exchange_in = [&](std::size_t t) {  // comm lane, after the round's sums
+      const DealtStep& s = plan.steps[t];
+      const int mine = plan.index_of(t, me);
+      const std::size_t sl = t % 2;
+      sp.comm_waits_for_compute();
+      comm.group_start();
+      if (mine >= 0)
+        for (int r = 0; r < P; ++r) {
+          if (r == me) continue;
+          if (lm * cwk(r) > 0) comm.recv(buf(kSubA, t) + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
+          if (lk * cwn(r) > 0) comm.recv(buf(kSubB, t) + chunk_begin(ln, r, P) * lk, lk * cwn(r), r);
+        }
+      for (std::size_t i = 0; i < s.owners.size(); ++i) {
+        if (int(i) == mine) continue;
+        if (blk_a > 0) comm.send(from_a[sl][i], blk_a, s.owners[i]);
+        if (blk_b > 0) comm.send(from_b[sl][i], blk_b, s.owners[i]);
+      }
+      comm.group_end();
+      if (mine >= 0) {  // (a chunk that is a quadrant of A or B itself)
+        const T* fa = from_a[sl][std::size_t(mine)];
+        const T* fb = from_b[sl][std::size_t(mine)];
+        if (fa != own_a(t)) sp.copy(own_a(t), blk_a, fa, blk_a, blk_a, 1, Lane::comm);
+        if (fb != own_b(t)) sp.copy(own_b(t), blk_b, fb, blk_b, blk_b, 1, Lane::comm);
+      }
+      sp.mark(Lane::comm, in_mark(t));
+    };
+    auto exchange_out = [&](std::size_t t) {  // comm lane, after the round's product
+      const DealtStep& s = plan.steps[t];
+      const int mine = plan.index_of(t, me);
+      sp.comm_waits_for_compute();
+      comm.group_start();
+      if (blk_c > 0)
+        for (std::size_t i = 0; i < s.owners.size(); ++i)
+          if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, s.owners[i]);
+      if (mine >= 0)
+        for (int r = 0; r < P; ++r)
+          if (r != me && lm * cwn(r) > 0) comm.send(buf(kSubC, t) + chunk_begin(ln, r, P) * lm, lm * cwn(r), r);
+      comm.group_end();
+      sp.mark(Lane::comm, out_mark(t));
+    };
+    auto add = [&](int, const T* M, index_t quarter, int d, T* up, std::array<bool, 4>& t) {
+      const Used u = used_quadrants(f_.c, d);
+      DeviceSpace::Combination k;
+      k.n_in = 1, k.n_out = u.n, k.in[0] = M;
+      for (int i = 0; i < u.n; ++i) {
+        const auto q = std::size_t(u.q[std::size_t(i)]);
+        k.out[std::size_t(i)] = up + index_t(q) * quarter, k.coef[std::size_t(i)][0] = f_.c[d][q];
+        k.accumulate[std::size_t(i)] = t[q], t[q] = true;
+      }
+      sp.combine(quarter, k, dtype_of<T>());
+    };
+    auto clear = [&](int, T* p, index_t n) { sp.zero(p, std::size_t(n) * sizeof(T), Lane::compute); };
+    auto combine_round = [&](std::size_t t) {  // compute lane, once the round's products are here
+      sp.wait_mark(Lane::compute, out_mark(t));
+      if (blk_c == 0) return;
+      const DealtStep& s = plan.steps[t];
+      for (std::size_t i = 0; i < s.owners.size(); ++i) {
+        const T* q = s.owners[i] == me ? buf(kSubC, t) + chunk_begin(ln, me, P) * lm : buf(kProductsIn, t) + index_t(i) * blk_c;
+        dealt_product(s.j0 + index_t(i), L, q, blk_c, c, cm, touched, add, clear);
+      }
+    };
+    // The last J mod P subproblems, each split over all ranks (a round of fewer than P would
+    // leave ranks idle: X on 2 GPUs deals 3 + 3 and splits the seventh): rank r forms its chunks
+    // of S_j and T_j, S_j's chunks are allgathered, and rank r multiplies S_j by its own chunk of
+    // T_j, which gives its own chunk of the product, to be combined as a dealt one is. Round 0's
+    // buffers are free again (the comm lane is waited for first).
+    auto split_product = [&](index_t j) {
+      T* s_all = device_buffer<T>(dealt_buffer(kSubA, 0));
+      T* t_mine = device_buffer<T>(dealt_buffer(kSendB, 0));
+      T* product = device_buffer<T>(dealt_buffer(kSubC, 0));
+      T* s_mine = s_all + chunk_begin(lk, me, P) * lm;
+      const T* fs = dealt_sum(j, L, a, st.a_len(), f_.a, sa, s_mine, form(f_.a));
+      const T* ft = dealt_sum(j, L, b, st.b_len(), f_.b, sb, t_mine, form(f_.b));
+      sp.comm_waits_for_compute();
+      comm.group_start();
+      for (int r = 0; r < P; ++r) {
+        if (r == me) continue;
+        if (blk_a > 0) comm.send(fs, blk_a, r);
+        if (lm * cwk(r) > 0) comm.recv(s_all + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
+      }
+      comm.group_end();
+      if (fs != s_mine) sp.copy(s_mine, blk_a, fs, blk_a, blk_a, 1, Lane::comm);
+      sp.compute_waits_for_comm();
+      sp.gemm<T>(Op::N, Op::N, lm, cwn(me), lk, T(1), s_all, std::max<index_t>(lm, 1), ft, std::max<index_t>(lk, 1), T(0),
+                 product, std::max<index_t>(lm, 1));
+      if (blk_c > 0) dealt_product(j, L, static_cast<const T*>(product), blk_c, c, cm, touched, add, clear);
+    };
+    if (rounds > 0) {
+      form_round(0);
+      exchange_in(0);
+    }
+    for (std::size_t t = 0; t < rounds; ++t) {
+      if (t + 1 < rounds) {
+        // (the sums' buffers were last read by round t - 1's exchange, which the compute lane
+        // has waited for; the operands' buffers by round t - 1's product, queued before this)
+        form_round(t + 1);
+        exchange_in(t + 1);
+      }
+      sp.wait_mark(Lane::compute, in_mark(t));
+      if (plan.index_of(t, me) >= 0) {
+        if (t >= 2) sp.wait_mark(Lane::compute, out_mark(t));  // round t - 2's products have left
+        sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), std::max<index_t>(lm, 1), buf(kSubB, t),
+                   std::max<index_t>(lk, 1), T(0), buf(kSubC, t), std::max<index_t>(lm, 1));
+      }
+      if (t >= 1) combine_round(t - 1);
+      exchange_out(t);
+      if (depth == 0) step_done(int(t + 1), int(rounds));
+    }
+    if (rounds > 0) combine_round(rounds - 1);
+    sp.compute_waits_for_comm();
+    for (index_t j = plan.next; j < plan.J; ++j) split_product(j);
+    sp.compute_waits_for_comm();
   }
   // exchange_in on device buffers: peer p's L runs of rows x w(p) arrive whole in `tmp` and are
   // copied into their places in the subproblem.
@@ -662,23 +866,56 @@ class Caps final : public AlgorithmBase<Caps> {
   }
   // Digit l (1 = the top dealt level) of subproblem j among 7^L.
   static int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
-  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) into `out`: the
-  // levels above L come from `stack` (level l holds the sum of prefix j div 7^(L-l), formed
-  // when that prefix first appears; j only grows within a dealt step), level L is written.
+  // The sums of the dealt levels above the last, as formed so far: level l holds (at[l]) the sum
+  // of prefix[l] (j div 7^(L-l)), in store[l] or, where the formula takes one quadrant alone
+  // (Strassen's A11, A22; Winograd's A11, A12, A22), in place in its parent; from_x[l]: that
+  // place lies in the stage's own A or B, which no dealt step overwrites.
   template <class T>
-  void form_dealt_sum(index_t j, int L, const T* x, index_t len, const int (&coef)[7][4],
-                      std::vector<AlignedPtr<T>>& stack, std::vector<index_t>& prefix, T* out, int depth) {
+  struct DealtSums {
+    std::vector<T*> store;
+    std::vector<const T*> at;
+    std::vector<index_t> prefix;
+    std::vector<bool> from_x;
+    explicit DealtSums(int L) : store(std::size_t(L) + 1), at(std::size_t(L) + 1), prefix(std::size_t(L) + 1, -1),
+                                from_x(std::size_t(L) + 1) {}
+  };
+  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) for the stage's
+  // chunk x (len elements): each level's sum is formed when its prefix first appears (j only
+  // grows within a dealt step) by form(l, parent, quarter, digit, dst); the last level's into
+  // `out`, or not at all where it is one quadrant of x itself. Returns where the chunk lies.
+  // (A last-level quadrant of a stored sum is copied: the next prefix overwrites the store
+  // while the chunk may still be on its way.)
+  template <class T, class Form>
+  static const T* dealt_sum(index_t j, int L, const T* x, index_t len, const int (&coef)[7][4], DealtSums<T>& s,
+                            T* out, Form&& form) {
     const T* parent = x;
+    bool parent_in_x = true;
     for (int l = 1; l <= L; ++l) {
+      const auto i = std::size_t(l);
       len /= 4;
       const index_t pre = j / pow7(L - l);
-      T* dst = l == L ? out : stack[std::size_t(l)].get();
-      if (l == L || prefix[std::size_t(l)] != pre) {
-        timed(level_phase(depth + l - 1, kSums), [&] { form_sum(parent, len, coef, digit(j, l, L), dst); });
-        if (l < L) prefix[std::size_t(l)] = pre;
+      if (l == L || s.prefix[i] != pre) {
+        const int d = digit(j, l, L);
+        const Used u = used_quadrants(coef, d);
+        if (u.n == 1 && coef[d][u.q[0]] == 1 && (l < L || parent_in_x)) {
+          s.at[i] = parent + u.q[0] * len, s.from_x[i] = parent_in_x;
+        } else {
+          T* dst = l == L ? out : s.store[i];
+          form(l, parent, len, d, dst);
+          s.at[i] = dst, s.from_x[i] = false;
+        }
+        s.prefix[i] = pre;
       }
-      parent = dst;
+      parent = s.at[i], parent_in_x = s.from_x[i];
     }
+    return parent;
+  }
+  template <class T>
+  const T* form_dealt_sum(index_t j, int L, const T* x, index_t len, const int (&coef)[7][4], DealtSums<T>& s, T* out,
+                          int depth) {
+    return dealt_sum(j, L, x, len, coef, s, out, [&](int l, const T* parent, index_t quarter, int d, T* dst) {
+      timed(level_phase(depth + l - 1, kSums), [&] { form_sum(parent, quarter, coef, d, dst); });
+    });
   }
   // C's quadrants (of `up`, each `quarter` long) += coef[j][q] M for those product j feeds; a
   // quadrant not yet written this round is overwritten instead (touched[q]).
@@ -700,24 +937,32 @@ class Caps final : public AlgorithmBase<Caps> {
   }
   // Subproblem j's product chunk q (blk_c elements) into C through the stack: level L - 1's
   // partial product (C itself when L = 1) takes it; a level whose seventh child is in passes
-  // its sum one level up and starts afresh.
-  template <class T>
-  void add_dealt_product(index_t j, int L, const T* q, index_t blk_c, T* c, std::vector<AlignedPtr<T>>& stack,
-                         std::vector<std::array<bool, 4>>& touched, int depth) {
-    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)].get(); };
+  // its sum one level up and starts afresh. add(l, M, quarter, digit, up, touched) adds into
+  // level l's quadrants (add_to_quadrants), clear(l, p, n) zeroes n elements of level l + 1.
+  template <class T, class Add, class Clear>
+  static void dealt_product(index_t j, int L, const T* q, index_t blk_c, T* c, const std::vector<T*>& stack,
+                            std::vector<std::array<bool, 4>>& touched, Add&& add, Clear&& clear) {
+    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
     index_t quarter = blk_c;
-    timed(level_phase(depth + L - 1, kCombine),
-          [&] { add_to_quadrants(q, quarter, f_.c, digit(j, L, L), level(L - 1), touched[std::size_t(L - 1)]); });
+    add(L - 1, q, quarter, digit(j, L, L), level(L - 1), touched[std::size_t(L - 1)]);
     for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {
       quarter *= 4;
-      timed(level_phase(depth + l - 1, kCombine), [&] {
-        std::array<bool, 4>& t = touched[std::size_t(l)];
-        for (int qd = 0; qd < 4; ++qd)  // (every quadrant gets a product in both formulas)
-          if (!t[std::size_t(qd)]) std::fill(level(l) + qd * (quarter / 4), level(l) + (qd + 1) * (quarter / 4), T(0));
-        add_to_quadrants(level(l), quarter, f_.c, digit(j, l, L), level(l - 1), touched[std::size_t(l - 1)]);
-        t = {};
-      });
+      std::array<bool, 4>& t = touched[std::size_t(l)];
+      for (int qd = 0; qd < 4; ++qd)  // (every quadrant gets a product in both formulas)
+        if (!t[std::size_t(qd)]) clear(l - 1, level(l) + qd * (quarter / 4), quarter / 4);
+      add(l - 1, level(l), quarter, digit(j, l, L), level(l - 1), touched[std::size_t(l - 1)]);
+      t = {};
     }
+  }
+  template <class T>
+  void add_dealt_product(index_t j, int L, const T* q, index_t blk_c, T* c, const std::vector<T*>& stack,
+                         std::vector<std::array<bool, 4>>& touched, int depth) {
+    dealt_product(
+        j, L, q, blk_c, c, stack, touched,
+        [&](int l, const T* M, index_t quarter, int d, T* up, std::array<bool, 4>& t) {
+          timed(level_phase(depth + l, kCombine), [&] { add_to_quadrants(M, quarter, f_.c, d, up, t); });
+        },
+        [&](int l, T* p, index_t n) { timed(level_phase(depth + l, kCombine), [&] { std::fill(p, p + n, T(0)); }); });
   }
   // Calls poke() on every request list given (MPI progresses all transfers in any of them).
   struct PokeAll {
@@ -800,13 +1045,16 @@ class Caps final : public AlgorithmBase<Caps> {
       }
     };
     const auto levels = static_cast<std::size_t>(L);
-    std::vector<AlignedPtr<T>> sa(levels), sb(levels), cm(levels);
+    std::vector<AlignedPtr<T>> stack;  // the levels above the last: sums of A and B, partial products
+    DealtSums<T> sa(L), sb(L);
+    std::vector<T*> cm(levels);
     for (int l = 1; l < L; ++l) {
-      sa[std::size_t(l)] = buffer<T>(st.a_len() >> (2 * l));
-      sb[std::size_t(l)] = buffer<T>(st.b_len() >> (2 * l));
-      cm[std::size_t(l)] = buffer<T>(st.c_len() >> (2 * l));
+      const auto i = std::size_t(l);
+      stack.push_back(buffer<T>(st.a_len() >> (2 * l))), sa.store[i] = stack.back().get();
+      stack.push_back(buffer<T>(st.b_len() >> (2 * l))), sb.store[i] = stack.back().get();
+      stack.push_back(buffer<T>(st.c_len() >> (2 * l))), cm[i] = stack.back().get();
     }
-    std::vector<index_t> pre_a(levels, -1), pre_b(levels, -1);
+    std::array<std::vector<const T*>, 2> from_a, from_b;  // per slot, where each owner's chunks lie
     std::vector<std::array<bool, 4>> touched(levels, std::array<bool, 4>{});
     std::array<AlignedPtr<T>, 2> send_a{buffer<T>(P * blk_a), buffer<T>(P * blk_a)},
         send_b{buffer<T>(P * blk_b), buffer<T>(P * blk_b)}, sub_a{buffer<T>(lm * lk), buffer<T>(lm * lk)},
@@ -815,14 +1063,19 @@ class Caps final : public AlgorithmBase<Caps> {
     std::array<Requests, 2> in_recv, in_send, out_recv, out_send;
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
     // Step t's sums formed and sent to their owners; this rank's own subproblem's pieces awaited.
+    auto own_a = [&](T* sub) { return sub + chunk_begin(lk, me, P) * lm; };
+    auto own_b = [&](T* sub) { return sub + chunk_begin(ln, me, P) * lk; };
     auto post_in = [&](std::size_t t) {
       const int sl = int(t % 2);
       const DealtStep& s = plan.steps[t];
       const int n = int(s.owners.size()), mine = plan.index_of(t, me);
       timed(x_in, [&] { in_send[sl].wait_all(); });  // step t - 2's pieces have left this slot
-      for (int i = 0; i < n; ++i) {
-        form_dealt_sum(s.j0 + i, L, a, st.a_len(), f_.a, sa, pre_a, send_a[sl].get() + i * blk_a, depth);
-        form_dealt_sum(s.j0 + i, L, b, st.b_len(), f_.b, sb, pre_b, send_b[sl].get() + i * blk_b, depth);
+      from_a[sl].assign(std::size_t(n), nullptr), from_b[sl].assign(std::size_t(n), nullptr);
+      for (int i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
+        T* oa = i == mine ? own_a(sub_a[sl].get()) : send_a[sl].get() + i * blk_a;
+        T* ob = i == mine ? own_b(sub_b[sl].get()) : send_b[sl].get() + i * blk_b;
+        from_a[sl][std::size_t(i)] = form_dealt_sum(s.j0 + i, L, a, st.a_len(), f_.a, sa, oa, depth);
+        from_b[sl][std::size_t(i)] = form_dealt_sum(s.j0 + i, L, b, st.b_len(), f_.b, sb, ob, depth);
       }
       timed(x_in, [&] {
         if (mine >= 0)
@@ -833,14 +1086,14 @@ class Caps final : public AlgorithmBase<Caps> {
           }
         for (int i = 0; i < n; ++i) {
           if (i == mine) continue;
-          if (blk_a > 0) comm.isend(send_a[sl].get() + i * blk_a, blk_a, s.owners[std::size_t(i)], 31, in_send[sl]);
-          if (blk_b > 0) comm.isend(send_b[sl].get() + i * blk_b, blk_b, s.owners[std::size_t(i)], 32, in_send[sl]);
+          if (blk_a > 0) comm.isend(from_a[sl][std::size_t(i)], blk_a, s.owners[std::size_t(i)], 31, in_send[sl]);
+          if (blk_b > 0) comm.isend(from_b[sl][std::size_t(i)], blk_b, s.owners[std::size_t(i)], 32, in_send[sl]);
         }
         if (mine >= 0) {
-          std::copy(send_a[sl].get() + mine * blk_a, send_a[sl].get() + (mine + 1) * blk_a,
-                    sub_a[sl].get() + chunk_begin(lk, me, P) * lm);
-          std::copy(send_b[sl].get() + mine * blk_b, send_b[sl].get() + (mine + 1) * blk_b,
-                    sub_b[sl].get() + chunk_begin(ln, me, P) * lk);
+          const T* fa = from_a[sl][std::size_t(mine)];
+          const T* fb = from_b[sl][std::size_t(mine)];
+          if (fa != own_a(sub_a[sl].get())) std::copy(fa, fa + blk_a, own_a(sub_a[sl].get()));  // (a quadrant of A itself)
+          if (fb != own_b(sub_b[sl].get())) std::copy(fb, fb + blk_b, own_b(sub_b[sl].get()));
         }
       });
     };
@@ -1132,19 +1385,31 @@ class Caps final : public AlgorithmBase<Caps> {
       const int L = st.steps, P = st.P, me = st.rank;
       const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
       const double blk_a = double(lm) * chunk_width(lk, me, P), blk_b = double(lk) * chunk_width(ln, me, P);
-      const index_t J = pow7(L), owned = me < J ? (J - 1 - me) / P + 1 : 0;
-      n.words += mult * (double(J - owned) * (blk_a + blk_b) + double(owned) * double(lm) * double(ln - chunk_width(ln, me, P)));
+      // Split remainder (device): the last J mod P subproblems' sums of A allgathered, each rank
+      // multiplying by its own column chunk of the sum of B.
+      const index_t J = pow7(L), split = split_remainder_ ? J % P : 0, dealt = J - split;
+      const index_t owned = me < dealt ? (dealt - 1 - me) / P + 1 : 0;
+      n.words += mult * (double(dealt - owned) * (blk_a + blk_b) + double(owned) * double(lm) * double(ln - chunk_width(ln, me, P)) +
+                         double(split) * (P - 1) * blk_a);
       int others_c = 0;
       for (int r = 0; r < P; ++r) others_c += r != me && lm * chunk_width(ln, r, P) > 0;
-      n.msgs += mult * (double(J - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c);
-      n.flops += mult * double(owned) * 2.0 * double(lm) * double(ln) * double(lk);
+      n.msgs += mult * (double(dealt - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c +
+                        double(split) * (blk_a > 0 ? P - 1 : 0));
+      n.flops += mult * (double(owned) * double(ln) + double(split) * double(chunk_width(ln, me, P))) * 2.0 * double(lm) * double(lk);
       n.unit = mult * 2.0 * double(lm) * double(ln) * double(lk);
-      n.balanced = balance_.on && P > 1 && J > 2 * index_t(P);
+      n.balanced = !split_remainder_ && balance_.on && P > 1 && J > 2 * index_t(P);
       double local = 0, parents = 1, la = double(st.a_len()), lb = double(st.b_len()), lc = double(st.c_len());
+      // (a sum that is one quadrant alone is taken in place, or copied at the last level below
+      // the first: dealt_sum)
+      auto sum_cost = [&](const int (&coef)[7][4], int j, int l) {
+        const Used u = used_quadrants(coef, j);
+        if (u.n == 1 && coef[j][u.q[0]] == 1) return l < L || L == 1 ? 0.0 : 2.0;
+        return u.n + 1.0;
+      };
       for (int l = 1; l <= L; ++l) {
         la /= 4, lb /= 4, lc /= 4;
         for (int j = 0; j < 7; ++j)
-          local += parents * ((used_quadrants(f_.a, j).n + 1) * la + (used_quadrants(f_.b, j).n + 1) * lb +
+          local += parents * (sum_cost(f_.a, j, l) * la + sum_cost(f_.b, j, l) * lb +
                               (1 + 2 * used_quadrants(f_.c, j).n) * lc);
         parents *= 7;
       }
@@ -1175,6 +1440,7 @@ class Caps final : public AlgorithmBase<Caps> {
 
   GemmShape s_;
   int m_, k7_;
+  bool split_remainder_ = false;
   int dealt_levels_ = 0;
   CapsSteps steps_;
   BilinearFormula f_;
@@ -1186,7 +1452,7 @@ class Caps final : public AlgorithmBase<Caps> {
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
   // Device communicators over the Comms above (destroyed before them).
   std::vector<std::unique_ptr<DeviceComm>> dev_peers_;
-  std::unique_ptr<DeviceComm> dev_leaf_rows_, dev_leaf_cols_;
+  std::unique_ptr<DeviceComm> dev_leaf_rows_, dev_leaf_cols_, dev_dealt_;
   bool dev_ready_ = false;
 };
 
@@ -1247,7 +1513,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     const int b = bfs_count(seq);
     int left = P;
     for (int i = 0; i < b; ++i) left /= 7;
-    return std::make_unique<Caps>(world, s, left, b, seq, f);
+    return std::make_unique<Caps>(world, s, left, b, seq, f, o.device_resident);
   };
   auto no_fit = [&] {
     int lo = 1, hi = 1;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../cuda/device_combine.hpp"
 #include "../cuda/device_info.hpp"
 #include "../cuda/device_matvec.hpp"
 #include "../cuda/device_random.hpp"
@@ -239,6 +240,17 @@ class GpuDeviceSpace final : public DeviceSpace {
                           int(ldx), *static_cast<const T*>(beta), static_cast<T*>(y), int(ldy));
     });
   }
+  void combine(index_t n, const Combination& c, Dtype dt) override {
+    if (n <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    dispatch(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::array<const T*, 4> in{};
+      std::array<T*, 4> out{};
+      for (int t = 0; t < 4; ++t) in[t] = static_cast<const T*>(c.in[t]), out[t] = static_cast<T*>(c.out[t]);
+      combine_device<T>(n, c.n_in, in, c.n_out, out, c.coef, c.accumulate, gemm_.stream());
+    });
+  }
   void zero(void* p, std::size_t bytes, Lane lane) override {
     if (bytes == 0) return;
     cuda_check(cudaMemsetAsync(p, 0, bytes, stream(lane)), "memset");
@@ -277,6 +289,13 @@ class GpuDeviceSpace final : public DeviceSpace {
   void compute_waits_for_comm() override {
     cuda_check(cudaEventRecord(to_compute_->get(), comm_stream_->get()), "event");
     cuda_check(cudaStreamWaitEvent(gemm_.stream(), to_compute_->get(), 0), "wait");
+  }
+  void mark(Lane lane, int i) override {
+    cuda_check(cudaEventRecord(marks_.at(std::size_t(i)).get(), stream(lane)), "event");
+    marked_.at(std::size_t(i)) = true;
+  }
+  void wait_mark(Lane lane, int i) override {
+    if (marked_.at(std::size_t(i))) cuda_check(cudaStreamWaitEvent(stream(lane), marks_[std::size_t(i)].get(), 0), "wait");
   }
   void synchronize() override {
     cuda_check(cudaStreamSynchronize(comm_stream_->get()), "sync");
@@ -426,6 +445,8 @@ class GpuDeviceSpace final : public DeviceSpace {
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
   std::size_t max_pitch_ = (std::size_t(1) << 31) - 1;  // cudaMemcpy2D's largest pitch
   CudaEvent staged_[2];                   // each chunk's last copy-engine transfer
+  std::array<CudaEvent, kMarks> marks_;   // mark() / wait_mark()
+  std::array<bool, kMarks> marked_{};
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 // buffering, as on the host).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <vector>
 #include <memory>
@@ -161,6 +162,17 @@ class DeviceSpace {
                  nondeduced_t<T> beta) {
     scale_add(static_cast<void*>(y), ldy, static_cast<const void*>(x), ldx, rows, cols, &alpha, &beta, dtype_of<T>());
   }
+  // One pass over n contiguous elements on the compute lane: out[o] = sum_t coef[o][t] in[t]
+  // (added into out[o] where accumulate[o]), one input and 1-4 outputs or 1-4 inputs and one
+  // output (the GPU engines' fused kernels): CAPS's sums and combinations of quadrants.
+  struct Combination {
+    int n_in = 0, n_out = 0;
+    std::array<const void*, 4> in{};
+    std::array<void*, 4> out{};
+    std::array<std::array<int, 4>, 4> coef{};
+    std::array<bool, 4> accumulate{};
+  };
+  virtual void combine(index_t n, const Combination& c, Dtype dt) = 0;
   // bytes of p set to zero, on the lane.
   virtual void zero(void* p, std::size_t bytes, Lane lane) = 0;
   // The local engine's product, on the compute lane (device pointers).
@@ -173,6 +185,12 @@ class DeviceSpace {
   // Ordering between the lanes: the one lane's later work waits for what the other queued so far.
   virtual void comm_waits_for_compute() = 0;
   virtual void compute_waits_for_comm() = 0;
+  // Finer ordering: mark(lane, i) records what `lane` has queued so far as marker i (0 to
+  // kMarks - 1, reused: a wait sees the latest mark); wait_mark(lane, i) makes `lane`'s later
+  // work wait for it. A marker never recorded is no wait.
+  static constexpr int kMarks = 8;
+  virtual void mark(Lane lane, int i) = 0;
+  virtual void wait_mark(Lane lane, int i) = 0;
   virtual void synchronize() = 0;  // both lanes done
 
   // Host <-> device (synchronous), a rows x cols block with leading dimensions.

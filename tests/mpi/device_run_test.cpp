@@ -157,26 +157,31 @@ TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
 }
 
 // CAPS on device buffers: BFS steps (grouped exchanges among 7 peers), DFS steps, the leaf
-// SUMMA of m > 1 ranks, both formulas; every step sequence this rank count allows, exact on
-// integer inputs, and the same words as the layout's count.
+// SUMMA of m > 1 ranks, dealt steps (whole subproblems dealt over any rank count, the sums and
+// products through the fused device combinations), both formulas; every step sequence this
+// rank count allows, exact on integer inputs (real and complex), and the same words as the
+// layout's count.
 TEST(DeviceRun, CapsOnEveryStepSequenceAndFormula) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   int ran = 0;
-  for (const char* steps : {"D", "DD", "B", "BD", "DB"})
+  for (const char* steps : {"D", "DD", "B", "BD", "DB", "X", "XX", "XXX", "DX", "BX", "BXX"})
     for (const BilinearFormula* f : {&kStrassenFormula, &kWinogradFormula})
-      for (const Case& c : {Case{37, 29, 41}, Case{64, 64, 64}, Case{5, 3, 101}}) {
+      for (const Case& c : {Case{37, 29, 41}, Case{64, 64, 64}, Case{5, 3, 101}})
+        for (Dtype dt : {Dtype::f64, Dtype::c32}) {
+        if (dt == Dtype::c32 && std::string(steps).find('X') == std::string::npos) continue;
         AlgoOptions ao;
         ao.caps_steps = parse_caps_steps(steps);
         ao.formula = f;
         RunReport r;
         try {
-          r = run_case("caps", "cublas", Dtype::f64, c, Verify::full, 2.0, false, ao);
+          r = run_case("caps", "cublas", dt, c, Verify::full, 2.0, false, ao);
         } catch (const UsageError&) {
           continue;  // a sequence this rank count does not allow
         }
         ++ran;
-        const std::string what = std::string(steps) + " " + f->name + " " + std::to_string(c.m) + "x" +
-                                 std::to_string(c.n) + "x" + std::to_string(c.k) + " P=" + std::to_string(world_size());
+        const std::string what = std::string(steps) + " " + f->name + " " + std::string(to_string(dt)) + " " +
+                                 std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                 " P=" + std::to_string(world_size());
         EXPECT_TRUE(r.passed) << what;
         EXPECT_EQ(r.max_abs, 0.0) << what;
         EXPECT_EQ(r.residency.rfind("device", 0), 0u) << what << ": " << r.residency;
