@@ -1428,11 +1428,13 @@ class Caps final : public AlgorithmBase<Caps> {
       return;
     }
     const Stage ch = st.child_bfs();
-    n.words += mult * 6 * (qa + qb), n.msgs += mult * 12;
-    // Reverse: this rank's group product, split into 7 column pieces; six leave.
+    n.words += mult * 6 * (qa + qb), n.msgs += mult * 6 * ((qa > 0) + (qb > 0));  // (empty chunks are not sent)
+    // Reverse: this rank's group product, split into 7 column pieces; six leave (the non-empty).
     const int r = st.qc() / 7, g = st.qc() % 7;
     double mine = double(ch.leaves()) * st.rows_of(st.lm()) * chunk_width(st.ln(), 7 * r + g, st.Qc());
-    n.words += mult * (double(ch.c_len()) - mine), n.msgs += mult * 6;
+    int pieces_out = 0;
+    for (int p = 0; p < 7; ++p) pieces_out += p != g && st.rows_of(st.lm()) * chunk_width(st.ln(), 7 * r + p, st.Qc()) > 0;
+    n.words += mult * (double(ch.c_len()) - mine), n.msgs += mult * pieces_out;
     // Sums 4 in, 7 out (A and B); the own pieces copied in and out; combining 7 in, 4 out.
     n.local += mult * (11 * (qa + qb) + 2 * (qa + qb) + 2 * qc + 11 * qc);
     counts(ch, depth + 1, mult, n);

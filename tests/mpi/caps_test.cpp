@@ -38,6 +38,7 @@ void expect_exact_products(int P, const std::vector<std::string>& sequences, con
         EXPECT_EQ(d.max_err, 0.0) << "P=" << P << " steps '" << seq << "' " << formula << " " << sh[0] << "x"
                                   << sh[1] << "x" << sh[2];
         EXPECT_TRUE(d.words_match) << d.note;
+        EXPECT_TRUE(d.messages_match) << "P=" << P << " steps '" << seq << "' " << formula << ": " << d.note;
         auto c = multiply_and_compare<std::complex<float>>("caps", "blas", sh[0], sh[1], sh[2], {0, 1}, 0.0, o);
         EXPECT_EQ(c.max_err, 0.0) << "c32 P=" << P << " steps '" << seq << "' " << formula;
         if (!all_dtypes) continue;

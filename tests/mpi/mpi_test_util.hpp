@@ -15,6 +15,7 @@ struct Outcome {
   bool skipped = false;   // the rank count does not fit the algorithm
   double max_err = -1;    // max |C - reference| on rank 0, broadcast to all
   bool words_match = false;
+  bool messages_match = false;  // the busiest rank's messages against the analytic count
   std::string note;
 };
 
@@ -69,8 +70,13 @@ Outcome multiply_and_compare(const std::string& algo, const std::string& engine,
   out.words_match = !a->counts_words() ||
                     (wmax == est.words_max && std::abs(wsum / world.size() - est.words_mean) <=
                                                   1e-9 * std::max(1.0, est.words_mean));
+  double msgs = double(mine.messages_sent), msgs_max = 0;
+  MPI_Allreduce(&msgs, &msgs_max, 1, MPI_DOUBLE, MPI_MAX, world.get());
+  out.messages_match = !a->counts_words() || msgs_max == est.messages_max;
+  if (!out.messages_match)
+    out.note += "messages max " + std::to_string(msgs_max) + " vs " + std::to_string(est.messages_max) + "; ";
   if (!out.words_match)
-    out.note = "words max " + std::to_string(wmax) + " vs " + std::to_string(est.words_max) +
+    out.note += "words max " + std::to_string(wmax) + " vs " + std::to_string(est.words_max) +
                ", mean " + std::to_string(wsum / world.size()) + " vs " +
                std::to_string(est.words_mean);
 
