@@ -206,6 +206,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     to_comm_ = std::make_unique<CudaEvent>();
     to_compute_ = std::make_unique<CudaEvent>();
     aux_stream_ = std::make_unique<CudaStream>();
+    transfer_stream_ = std::make_unique<CudaStream>();
     int pitch = 0;
     if (cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device_) == cudaSuccess && pitch > 0)
       max_pitch_ = std::size_t(pitch);
@@ -262,21 +263,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   }
   void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
             std::size_t elem, Lane lane) override {
-    if (rows <= 0 || cols <= 0) return;
-    const std::size_t width = std::size_t(rows) * elem, dp = std::size_t(ld_dst) * elem, sp = std::size_t(ld_src) * elem;
-    const cudaStream_t s = stream(lane);
-    if (cols == 1 || (ld_dst == rows && ld_src == rows)) {  // one contiguous block
-      cuda_check(cudaMemcpyAsync(dst, src, width * std::size_t(cols), cudaMemcpyDeviceToDevice, s), "device copy");
-    } else if (dp > max_pitch_ || sp > max_pitch_) {  // beyond cudaMemcpy2D's pitch limit: column by column
-      for (index_t c = 0; c < cols; ++c)
-        cuda_check(cudaMemcpyAsync(static_cast<char*>(dst) + std::size_t(c) * dp,
-                                   static_cast<const char*>(src) + std::size_t(c) * sp, width,
-                                   cudaMemcpyDeviceToDevice, s),
-                   "device copy");
-    } else {
-      cuda_check(cudaMemcpy2DAsync(dst, dp, src, sp, width, std::size_t(cols), cudaMemcpyDeviceToDevice, s),
-                 "device copy");
-    }
+    copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyDeviceToDevice, stream(lane));
   }
   void gemm(const GemmCall& call) override {
     if (call.m <= 0 || call.n <= 0) return;
@@ -298,8 +285,26 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (marked_.at(std::size_t(i))) cuda_check(cudaStreamWaitEvent(stream(lane), marks_[std::size_t(i)].get(), 0), "wait");
   }
   void synchronize() override {
+    cuda_check(cudaStreamSynchronize(transfer_stream_->get()), "sync");
     cuda_check(cudaStreamSynchronize(comm_stream_->get()), "sync");
     cuda_check(cudaStreamSynchronize(gemm_.stream()), "sync");
+  }
+  void upload_async(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+                    std::size_t elem) override {
+    copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyHostToDevice, transfer_stream_->get());
+  }
+  void download_async(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+                      std::size_t elem) override {
+    copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyDeviceToHost, transfer_stream_->get());
+  }
+  HostPin pin_host(void* p, std::size_t bytes) override {
+    if (!p || bytes == 0) return {};
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+      cudaGetLastError();  // refused (locked-memory limit, already pinned): copies are staged instead
+      return {};
+    }
+    return HostPin(this, p);
   }
   // Host <-> device through two pinned chunks of about 64 MiB used in turn: the host threads
   // copy one chunk between the caller's (pageable) memory and pinned memory while the copy
@@ -371,6 +376,11 @@ class GpuDeviceSpace final : public DeviceSpace {
     cudaDeviceSynchronize();  // no queued work may still use it
     cudaFree(p);
   }
+  void unpin_host(void* p) noexcept override {
+    cudaSetDevice(device_);
+    cudaDeviceSynchronize();  // no queued copy may still use it
+    cudaHostUnregister(p);
+  }
 
  private:
   void transfer(bool up, void* dev, index_t ld_dev, void* host, index_t ld_host, index_t rows, index_t cols,
@@ -423,7 +433,25 @@ class GpuDeviceSpace final : public DeviceSpace {
     }
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
-  cudaStream_t stream(Lane l) const { return l == Lane::compute ? gemm_.stream() : comm_stream_->get(); }
+  cudaStream_t stream(Lane l) const {
+    return l == Lane::compute ? gemm_.stream() : l == Lane::comm ? comm_stream_->get() : transfer_stream_->get();
+  }
+  // rows x cols elements between blocks with leading dimensions, queued on s.
+  void copy_2d(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
+               std::size_t elem, cudaMemcpyKind kind, cudaStream_t s) {
+    if (rows <= 0 || cols <= 0) return;
+    const std::size_t width = std::size_t(rows) * elem, dp = std::size_t(ld_dst) * elem, sp = std::size_t(ld_src) * elem;
+    if (cols == 1 || (ld_dst == rows && ld_src == rows)) {  // one contiguous block
+      cuda_check(cudaMemcpyAsync(dst, src, width * std::size_t(cols), kind, s), "copy");
+    } else if (dp > max_pitch_ || sp > max_pitch_) {  // beyond cudaMemcpy2D's pitch limit: column by column
+      for (index_t c = 0; c < cols; ++c)
+        cuda_check(cudaMemcpyAsync(static_cast<char*>(dst) + std::size_t(c) * dp,
+                                   static_cast<const char*>(src) + std::size_t(c) * sp, width, kind, s),
+                   "copy");
+    } else {
+      cuda_check(cudaMemcpy2DAsync(dst, dp, src, sp, width, std::size_t(cols), kind, s), "copy");
+    }
+  }
   // The device space's own cuBLAS handle (geam, amax), made at first use, on stream s.
   cublasHandle_t blas(cudaStream_t s) {
     if (!blas_) {
@@ -438,15 +466,15 @@ class GpuDeviceSpace final : public DeviceSpace {
   int device_;
   bool nccl_;
   std::string transport_;
-  std::unique_ptr<CudaStream> comm_stream_, aux_stream_;
+  std::unique_ptr<CudaStream> comm_stream_, aux_stream_, transfer_stream_;
   std::unique_ptr<CudaEvent> to_comm_, to_compute_;
   DeviceBuffer<double> vec_;
   std::unique_ptr<CublasHandle> blas_;  // blas(): scale_add's geam, max_abs's amax
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
   std::size_t max_pitch_ = (std::size_t(1) << 31) - 1;  // cudaMemcpy2D's largest pitch
   CudaEvent staged_[2];                   // each chunk's last copy-engine transfer
-  std::array<CudaEvent, kMarks> marks_;   // mark() / wait_mark()
-  std::array<bool, kMarks> marked_{};
+  std::array<CudaEvent, kMarks + kRunMarks> marks_;  // mark() / wait_mark()
+  std::array<bool, kMarks + kRunMarks> marked_{};
 };
 
 }  // namespace

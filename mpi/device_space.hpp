@@ -15,6 +15,7 @@
 #include <vector>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "../node/engine.hpp"
 #include "../src/core/random.hpp"
@@ -144,7 +145,10 @@ class DeviceSpace {
   // A communicator over `comm`'s ranks (collective over it).
   virtual std::unique_ptr<DeviceComm> comm(const Comm& comm) = 0;
 
-  enum class Lane { compute, comm };
+  // compute: the engine's stream; comm: the algorithms' transfers between GPUs; transfer: a
+  // run's host <-> device copies (upload_async, download_async), which stream a host-resident
+  // run's operands in and its C out while the products run.
+  enum class Lane { compute, comm, transfer };
   // dst (rows x cols, ld_dst) = src (ld_src), elements of elem_bytes, device to device.
   virtual void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
                     index_t cols, std::size_t elem_bytes, Lane lane) = 0;
@@ -188,16 +192,49 @@ class DeviceSpace {
   // Finer ordering: mark(lane, i) records what `lane` has queued so far as marker i (0 to
   // kMarks - 1, reused: a wait sees the latest mark); wait_mark(lane, i) makes `lane`'s later
   // work wait for it. A marker never recorded is no wait.
-  static constexpr int kMarks = 8;
+  // Markers kMarks to kMarks + kRunMarks - 1 belong to the run (run.cpp's streaming), the
+  // first kMarks to the algorithm, so neither overwrites a marker the other still waits on.
+  static constexpr int kMarks = 8, kRunMarks = 4;
   virtual void mark(Lane lane, int i) = 0;
   virtual void wait_mark(Lane lane, int i) = 0;
-  virtual void synchronize() = 0;  // both lanes done
+  virtual void synchronize() = 0;  // every lane done
 
   // Host <-> device (synchronous), a rows x cols block with leading dimensions.
   virtual void upload(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
                       index_t cols, std::size_t elem_bytes) = 0;
   virtual void download(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
                         index_t cols, std::size_t elem_bytes) = 0;
+  // The same queued on the transfer lane, returning at once: the host memory must stay as it is
+  // until the lane is past the copy (mark / wait_mark order it with the other lanes). From
+  // pinned memory (pin_host) the copy engine moves it at the link's rate beside the products;
+  // from pageable memory the driver stages it, slower.
+  virtual void upload_async(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
+                            index_t cols, std::size_t elem_bytes) = 0;
+  virtual void download_async(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
+                              index_t cols, std::size_t elem_bytes) = 0;
+  // Page-locks [p, p + bytes) of host memory while the returned handle lives (what a caller of
+  // cuBLASXt gives it: pinned host matrices). False where the system refuses (locked-memory
+  // limits): the copies still work, staged by the driver.
+  class HostPin {
+   public:
+    HostPin() = default;
+    HostPin(DeviceSpace* s, void* p) : s_(s), p_(p) {}
+    HostPin(HostPin&& o) noexcept : s_(std::exchange(o.s_, nullptr)), p_(std::exchange(o.p_, nullptr)) {}
+    HostPin& operator=(HostPin&& o) noexcept {
+      HostPin t(std::move(o));
+      std::swap(s_, t.s_), std::swap(p_, t.p_);
+      return *this;
+    }
+    ~HostPin() {
+      if (s_ && p_) s_->unpin_host(p_);
+    }
+    explicit operator bool() const { return p_ != nullptr; }
+
+   private:
+    DeviceSpace* s_ = nullptr;
+    void* p_ = nullptr;
+  };
+  virtual HostPin pin_host(void* p, std::size_t bytes) = 0;
   // p[i + j ld] = element (row0 + i, col0 + j) of the global random matrix, as the host
   // generator gives it (src/core/random.hpp).
   virtual void fill_random(void* p, index_t ld, index_t rows, index_t cols, index_t row0,
@@ -217,6 +254,7 @@ class DeviceSpace {
  protected:
   friend class DeviceBlock;
   virtual void release(void* p) noexcept = 0;
+  virtual void unpin_host(void* p) noexcept = 0;
 };
 
 inline DeviceBlock::~DeviceBlock() {

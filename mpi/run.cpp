@@ -13,6 +13,7 @@
 #include "bounds.hpp"
 #include "distribution.hpp"
 #include "npy_io.hpp"
+#include "stream_plan.hpp"
 
 namespace distmm {
 
@@ -187,8 +188,9 @@ struct HostInputs {
   DistMatrix<T> A, B, C0;
 };
 template <class T>
-HostInputs<T> host_inputs(const RunSpec& o, const Comm& world, const DistAlgorithm& algo, const Files& files) {
-  HostInputs<T> in{DistMatrix<T>(o.m, o.k, algo.piece_a()), DistMatrix<T>(o.k, o.n, algo.piece_b()), {}};
+HostInputs<T> host_inputs(const RunSpec& o, const Comm& world, const Piece& pa, const Piece& pb, const Piece& pc,
+                          const Files& files) {
+  HostInputs<T> in{DistMatrix<T>(o.m, o.k, pa), DistMatrix<T>(o.k, o.n, pb), {}};
   if (!o.a_path.empty()) {
     npy_read_piece(files.a, o.transa, in.A, world);
     npy_read_piece(files.b, o.transb, in.B, world);
@@ -197,11 +199,15 @@ HostInputs<T> host_inputs(const RunSpec& o, const Comm& world, const DistAlgorit
     fill_random(in.B, o.seed, Stream::B, o.fill);
   }
   if (o.beta != 0.0) {
-    in.C0 = DistMatrix<T>(o.m, o.n, algo.piece_c());
+    in.C0 = DistMatrix<T>(o.m, o.n, pc);
     if (!o.c_path.empty()) npy_read_piece(files.c, Op::N, in.C0, world);
     else fill_random(in.C0, o.seed, Stream::C, o.fill);
   }
   return in;
+}
+template <class T>
+HostInputs<T> host_inputs(const RunSpec& o, const Comm& world, const DistAlgorithm& algo, const Files& files) {
+  return host_inputs<T>(o, world, algo.piece_a(), algo.piece_b(), algo.piece_c(), files);
 }
 
 // The verification's figures, and one collective verdict.
@@ -217,10 +223,29 @@ void record_verdict(const VerifyResult& v, const Comm& world, RunReport& rec) {
                         " NaN/Inf entries of C, each where the reference has one (compared by position)");
 }
 
+// The host product's verdict (Freivalds or a full check, the tolerance from what ran: growth),
+// then the file: the product reaches it only when verified (or unverified by request).
+template <class T>
+void verify_and_write(const RunSpec& o, const Comm& world, Verify verify, const DistMatrix<T>& A,
+                      const DistMatrix<T>& B, const DistMatrix<T>& C, const DistMatrix<T>* C0, T alpha, T beta,
+                      double growth, RunReport& rec, NpyOutput* out) {
+  if (verify != Verify::none) {
+    const double tol = verify_tolerance(dtype_of<T>(), o.k, growth);
+    const VerifyResult v =
+        verify == Verify::full
+            ? verify_full(A, B, C, alpha, beta, C0, tol, world, growth > 1)
+            : verify_freivalds(A, B, C, alpha, beta, C0, o.trials, o.seed + 1000003, tol, world, growth > 1);
+    record_verdict(v, world, rec);
+  }
+  if (out && rec.passed) {
+    out->write(C);
+    out->commit();
+  }
+}
+
 template <class T>
 void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine& engine,
                RunReport& rec, const Files& files, NpyOutput* out, std::size_t budget) {
-  const Dtype dt = dtype_of<T>();
   const bool keep_c0 = o.beta != 0.0;
 
   auto [A, B, C0] = host_inputs<T>(o, world, algo, files);
@@ -247,20 +272,7 @@ void run_typed(const RunSpec& o, const Comm& world, DistAlgorithm& algo, Engine&
   // The tolerance follows what ran: the engine's levels on every rank (the largest counts) and
   // the algorithm's Strassen-like steps; one value, shared, so every rank decides alike.
   const double growth = error_growth(world, algo, engine, rec);
-  if (verify != Verify::none) {
-    double tol = verify_tolerance(dt, o.k, growth);
-    VerifyResult v =
-        verify == Verify::full
-            ? verify_full(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, tol, world, growth > 1)
-            : verify_freivalds(A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
-                               o.seed + 1000003, tol, world, growth > 1);
-    record_verdict(v, world, rec);
-  }
-  // The product reaches its file only when verified (or unverified by request).
-  if (out && rec.passed) {
-    out->write(C);
-    out->commit();
-  }
+  verify_and_write(o, world, verify, A, B, C, keep_c0 ? &C0 : nullptr, alpha, beta, growth, rec, out);
 }
 
 
@@ -379,6 +391,120 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   }
 }
 
+
+// A host-resident run streamed in panels (stream_plan.hpp): every timed repetition goes from
+// host memory to host memory, as a caller with host matrices (or cuBLASXt) has it. The first
+// stage's A and B come in; then while stage s multiplies, stage s + 1's new operands (its row
+// panel of A, its column panel of B on the first row, its C0) come in and stage s - 1's C goes
+// out on the transfer lane. A row panel of A and a stage's C are double-buffered; B stays whole
+// on the GPU. The host blocks are page-locked before the timing (a cuBLASXt caller's matrices
+// are pinned too), so the copy engine moves them beside the products.
+template <class T>
+void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& plan, DeviceSpace& sp,
+                        Engine& engine, RunReport& rec, const Files& files, NpyOutput* out, std::size_t budget) {
+  using Lane = DeviceSpace::Lane;
+  const bool keep_c0 = o.beta != 0.0;
+  const int S = plan.stages();
+  index_t a_rows = 0, c_size = 0;
+  for (int s = 0; s < S; ++s)
+    a_rows = std::max(a_rows, plan.algo(s).piece_a().rows()),
+    c_size = std::max(c_size, plan.algo(s).piece_c().rows() * plan.algo(s).piece_c().cols());
+  DeviceBlock dB, dA[2], dC[2];
+  std::string failed;
+  try {
+    dB = sp.alloc_elems<T>(plan.b.rows() * plan.b.cols());
+    for (int i = 0; i < 2; ++i) {
+      if (i < std::min(plan.rows, 2)) dA[i] = sp.alloc_elems<T>(a_rows * plan.a.cols());
+      if (i < std::min(S, 2)) dC[i] = sp.alloc_elems<T>(c_size);
+    }
+    for (const auto& a : plan.algos) a->reserve_device(sp, dtype_of<T>());
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  failed = world.first_error(failed);
+  if (!failed.empty()) throw UsageError(failed);
+
+  auto [ha, hb, hc0] = host_inputs<T>(o, world, plan.a, plan.b, plan.c, files);
+  const Verify verify = check_inputs(o, world, ha, hb, keep_c0 ? &hc0 : nullptr, rec, budget);
+  DistMatrix<T> hC(o.m, o.n, plan.c);
+  {  // C's pages touched before the timing, as a caller's output would be
+    T* hc = hC.local.data();
+    const index_t rows = hC.local.rows(), cols = hC.local.cols(), ld = hC.local.ld();
+#pragma omp parallel for schedule(static)
+    for (index_t j = 0; j < cols; ++j) std::fill(hc + j * ld, hc + j * ld + rows, T(0));
+  }
+  std::vector<DeviceSpace::HostPin> pins;
+  bool pinned = true;
+  for (DistMatrix<T>* M : {&ha, &hb, &hC, keep_c0 ? &hc0 : nullptr}) {
+    if (!M || M->local.size() == 0) continue;
+    pins.push_back(sp.pin_host(M->local.data(), std::size_t(M->local.size()) * sizeof(T)));
+    pinned = pinned && bool(pins.back());
+  }
+  if (world.any(!pinned))
+    rec.notes.push_back("host blocks not page-locked on some rank (cudaHostRegister refused: raise the locked-memory "
+                        "limit, ulimit -l): its copies were staged by the driver, at a lower rate");
+
+  const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
+  const int in_mark = DeviceSpace::kMarks, done_compute = in_mark + 2, done_comm = in_mark + 3;
+  auto ld_of = [](index_t rows) { return std::max<index_t>(rows, 1); };
+  const index_t ld_b = ld_of(plan.b.rows());
+  // Host and device blocks of stage s's operands: A's row panel, B's column panel, C's block.
+  auto host_a = [&](int s, DistMatrix<T>& M) { return M.local.data() + plan.a_row0[std::size_t(s / plan.cols)]; };
+  auto host_c = [&](int s, DistMatrix<T>& M) {
+    return M.local.data() + plan.c_row0[std::size_t(s / plan.cols)] + plan.c_col0[std::size_t(s % plan.cols)] * M.local.ld();
+  };
+  auto dev_b = [&](int s) { return dB.as<T>() + plan.b_col0[std::size_t(s % plan.cols)] * ld_b; };
+  auto load = [&](int s) {  // what stage s needs first, marked in_mark + s % 2
+    const Piece &pa = plan.algo(s).piece_a(), &pb = plan.algo(s).piece_b(), &pc = plan.algo(s).piece_c();
+    const int r = s / plan.cols, c = s % plan.cols;
+    if (c == 0)
+      sp.upload_async(dA[r % 2].as<T>(), ld_of(pa.rows()), host_a(s, ha), ha.local.ld(), pa.rows(), pa.cols(), sizeof(T));
+    if (r == 0)
+      sp.upload_async(dev_b(s), ld_b, hb.local.data() + plan.b_col0[std::size_t(c)] * hb.local.ld(), hb.local.ld(),
+                      pb.rows(), pb.cols(), sizeof(T));
+    if (keep_c0)
+      sp.upload_async(dC[s % 2].as<T>(), ld_of(pc.rows()), host_c(s, hc0), hc0.local.ld(), pc.rows(), pc.cols(),
+                      sizeof(T));
+    sp.mark(Lane::transfer, in_mark + s % 2);
+  };
+  CommCounters counted;
+  for (int rep = -o.warmup; rep < o.repeat; ++rep) {
+    comm_counters() = CommCounters{};
+    if (o.repetition_started) o.repetition_started();
+    sp.synchronize();
+    world.barrier();
+    const double t0 = MPI_Wtime();
+    load(0);
+    for (int s = 0; s < S; ++s) {
+      DistAlgorithm& algo = plan.algo(s);
+      const Piece &pa = algo.piece_a(), &pb = algo.piece_b(), &pc = algo.piece_c();
+      if (s + 1 < S) {
+        // stage s + 1's buffers were stage s - 1's (C) or row r - 1's (A): those products are done
+        sp.wait_mark(Lane::transfer, done_compute), sp.wait_mark(Lane::transfer, done_comm);
+        load(s + 1);
+      }
+      sp.wait_mark(Lane::compute, in_mark + s % 2), sp.wait_mark(Lane::comm, in_mark + s % 2);
+      const MultiplyCall call{dtype_of<T>(), &alpha,
+                              {dA[(s / plan.cols) % 2].as<T>(), pa.rows(), pa.cols(), ld_of(pa.rows())},
+                              {dev_b(s), pb.rows(), pb.cols(), ld_b}, &beta, dC[s % 2].as<T>(),
+                              pc.rows(), pc.cols(), ld_of(pc.rows())};
+      algo.multiply_device(sp, call);
+      sp.mark(Lane::compute, done_compute), sp.mark(Lane::comm, done_comm);
+      sp.wait_mark(Lane::transfer, done_compute), sp.wait_mark(Lane::transfer, done_comm);
+      sp.download_async(host_c(s, hC), hC.local.ld(), dC[s % 2].as<T>(), ld_of(pc.rows()), pc.rows(), pc.cols(),
+                        sizeof(T));
+    }
+    sp.synchronize();
+    const double t = world.allreduce_max_uncounted(MPI_Wtime() - t0);
+    counted = comm_counters();
+    if (rep >= 0) rec.times.push_back(t);
+  }
+  pins.clear();
+  collect_measurements(world, plan.algo(0), counted, rec);
+  const double growth = error_growth(world, plan.algo(0), engine, rec);
+  verify_and_write(o, world, verify, ha, hb, hC, keep_c0 ? &hc0 : nullptr, alpha, beta, growth, rec, out);
+}
+
 }  // namespace
 
 namespace {
@@ -393,6 +519,7 @@ struct Prepared {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<DeviceSpace> space;  // device-resident runs; outlives the algorithm's buffers
   std::unique_ptr<DistAlgorithm> algo;
+  StreamPlan stream;  // host-resident device runs in row panels (stages > 1), else one stage
   RunReport rec;
 };
 
@@ -456,6 +583,23 @@ Prepared prepare(const Comm& world, RunSpec o) {
     if (space) algo->prepare_device(*space);     // its communicators (collective), before the plan
   }
 
+  // Host inputs on GPUs: streamed in panels (--stages; automatic: auto_stages) where the stages'
+  // layouts agree and their buffers fit, else loaded, multiplied and stored in turn.
+  StreamPlan stream;
+  const bool host_inputs = o.inputs_from_host || !o.a_path.empty();
+  if (space && host_inputs) {
+    if (o.stage_rows > o.m || o.stage_cols > o.n)
+      throw UsageError("--stages " + std::to_string(o.stage_rows) + "x" + std::to_string(o.stage_cols) +
+                       " exceeds m x n = " + std::to_string(o.m) + " x " + std::to_string(o.n) +
+                       ": use at most m row panels and n column panels (or --stages 1)");
+    StageGrid g = auto_stages(o.m, o.n);
+    if (o.stage_rows > 0) g = {o.stage_rows, std::max(o.stage_cols, 1)};
+    if (g.rows * g.cols > 1) {
+      stream = make_stream_plan(*parse_algorithm(algo->name()), world, {o.m, o.n, o.k}, o.algo_opts, g);
+      for (auto& a : stream.algos) a->prepare_device(*space);  // collective
+    }
+  }
+
   double peak = double(algo->peak_bytes(dt, *engine));
   if (o.beta != 0.0) peak += double(algo->piece_c().rows()) * algo->piece_c().cols() * size_of(dt);
   peak = world.allreduce_max_uncounted(peak);
@@ -467,6 +611,24 @@ Prepared prepare(const Comm& world, RunSpec o) {
                   bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) + double(algo->device_extra_bytes(dt, *space));
     need = world.allreduce_max_uncounted(need);
     const double free_min = device_share(-world.allreduce_max_uncounted(-double(space->free_bytes())));
+    if (stream.stages() > 1) {
+      // B, two stages' A and C, and every stage algorithm's buffers and engine workspace
+      double a_rows = 0, c_size = 0, extra = 0;
+      for (int s = 0; s < stream.stages(); ++s)
+        a_rows = std::max(a_rows, double(stream.algo(s).piece_a().rows())),
+        c_size = std::max(c_size, double(stream.algo(s).piece_c().rows()) * double(stream.algo(s).piece_c().cols()));
+      for (const auto& a : stream.algos) extra += double(a->device_extra_bytes(dt, *space));
+      const double panels = (double(stream.b.rows()) * stream.b.cols() + 2 * (a_rows * stream.a.cols() + c_size)) *
+                            size_of(dt);
+      const double stream_need = world.allreduce_max_uncounted(panels + extra);
+      if (stream_need > free_min) {
+        stream = StreamPlan{};
+        stream.why_one = "the stages' buffers need " + format_bytes(stream_need) + " of GPU memory per rank, " +
+                         format_bytes(std::max(free_min, 0.0)) + " free";
+      } else {
+        need = std::min(need, stream_need);
+      }
+    }
     if (need > free_min)
       throw UsageError("the device-resident run needs about " + format_bytes(need) + " of GPU memory per rank (" +
                        algo->name() + ", " + engine->name() + ") but " + format_bytes(std::max(free_min, 0.0)) +
@@ -526,6 +688,22 @@ Prepared prepare(const Comm& world, RunSpec o) {
   rec.analytic_words_max = est.words_max;
   rec.analytic_words_mean = est.words_mean;
   rec.analytic_messages_max = est.messages_max;
+  rec.stages = stream.stages();
+  rec.stage_grid = std::to_string(stream.rows) + "x" + std::to_string(stream.cols);
+  if (stream.stages() > 1) {
+    // The analytic counts of what runs: every stage's product.
+    CommEstimate sum;
+    for (int s = 0; s < stream.stages(); ++s) {
+      const CommEstimate e = stream.algo(s).analytic();
+      sum.words_max += e.words_max, sum.words_mean += e.words_mean, sum.messages_max += e.messages_max;
+    }
+    rec.layout = stream.algos[0]->layout() + "; streamed in " + rec.stage_grid +
+                 " panels of m x n (host link overlapped with the products)";
+    rec.analytic_words_max = sum.words_max, rec.analytic_words_mean = sum.words_mean;
+    rec.analytic_messages_max = sum.messages_max;
+  } else if (!stream.why_one.empty()) {
+    rec.notes.push_back("not streamed (one stage: load, multiply, store in turn): " + stream.why_one);
+  }
   LowerBound lb = algo->strassen_like()
                       ? strassen_lower_bound(std::max({o.m, o.n, o.k}), P, peak / size_of(dt))
                       : classical_lower_bound(o.m, o.n, o.k, P, peak / size_of(dt));
@@ -542,6 +720,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
   pr.engine = std::move(engine);
   pr.space = std::move(space);
   pr.algo = std::move(algo);
+  pr.stream = std::move(stream);
   pr.rec = std::move(rec);
   return pr;
 }
@@ -576,7 +755,9 @@ RunReport run(const Comm& world, RunSpec spec) {
   if (o.progress) algo->set_progress(o.progress);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (pr.space) run_typed_device<T>(o, world, *algo, *pr.space, *engine, rec, files, out.get(), budget);
+    if (pr.space && pr.stream.stages() > 1)
+      run_typed_streamed<T>(o, world, pr.stream, *pr.space, *engine, rec, files, out.get(), budget);
+    else if (pr.space) run_typed_device<T>(o, world, *algo, *pr.space, *engine, rec, files, out.get(), budget);
     else run_typed<T>(o, world, *algo, *engine, rec, files, out.get(), budget);
   });
   // After the multiply: what the engine chose and ran.
@@ -640,6 +821,8 @@ nlohmann::json to_json(const RunReport& r) {
   j["peak_bytes"] = r.peak_bytes;
   j["residency"] = r.residency;
   j["from_host"] = r.from_host;
+  j["stages"] = r.stages;
+  j["stage_grid"] = r.stage_grid;
   j["load_seconds"] = r.load_seconds;
   j["store_seconds"] = r.store_seconds;
   j["engine_levels_run"] = r.engine_levels_run;

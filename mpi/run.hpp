@@ -49,6 +49,10 @@ struct RunSpec {
   // copied back (what a caller with host matrices pays; timed as load and store), instead of
   // generated on the GPUs.
   bool inputs_from_host = false;
+  // Host inputs on GPUs (--from-host or files): streamed through the GPUs in stage_rows x
+  // stage_cols panels of m and n, each stage's copies overlapping another's product
+  // (stream_plan.hpp); 1 x 1: load, multiply and store in turn; 0: automatic (auto_stages).
+  int stage_rows = 0, stage_cols = 0;
   AlgoOptions algo_opts;
   EngineOptions engine_opts;
   std::function<void(int done, int total)> progress;  // after each step, on every rank
@@ -84,6 +88,11 @@ struct RunReport {
   std::string residency;
   bool from_host = false;  // --from-host: the load and store are host-device copies
   double load_seconds = 0, store_seconds = 0;
+  // Streamed in this many stages (> 1; stage_grid "rows x cols" panels of m and n): each time
+  // is then host to host, the loads and stores overlapped with the products, and load/store are
+  // not reported apart.
+  int stages = 1;
+  std::string stage_grid = "1x1";
   int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
   // Seconds per phase of the algorithm in the last repetition, max and mean over ranks.
   struct Phase {

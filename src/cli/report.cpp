@@ -58,9 +58,12 @@ void print_report(const RunReport& r, std::ostream& os) {
     ratio = ", measured max / bound = " +
             sci((r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words);
   row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
-  row("peak memory per rank", format_bytes(r.peak_bytes) + (r.load_seconds > 0 ? " of GPU memory" : "") + " (estimate)");
+  row("peak memory per rank", format_bytes(r.peak_bytes) + (r.load_seconds > 0 || r.stages > 1 ? " of GPU memory" : "") + " (estimate)");
   if (!r.residency.empty()) row("residency", r.residency);
-  if (r.load_seconds > 0)
+  if (r.stages > 1)
+    row("streamed", std::to_string(r.stages) + " stages (" + r.stage_grid + " panels of m x n): each time above is host "
+                    "to host (inputs onto the GPUs, product, C back), the copies overlapping the products");
+  else if (r.load_seconds > 0)
     row("load / store", sci(r.load_seconds) + " s / " + sci(r.store_seconds) +
                             " s  (inputs onto the GPUs, C back to the host; not in the time above)");
   for (const auto& p : r.phases)

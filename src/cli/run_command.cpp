@@ -150,6 +150,11 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
   run.add_flag("--from-host", s.inputs_from_host,
                "GPU engines: generate the random inputs in host memory and copy them onto the GPUs, and copy C "
                "back (timed apart as load and store), as a caller holding host matrices would");
+  run.add_option("--stages", o.stages,
+                 "GPU engines with host inputs (--from-host, --a/--b files): R or RxC panels of m (and n) streamed "
+                 "through the GPUs, each stage's copies overlapping another's product; 1: load, multiply and store in "
+                 "turn; auto: m and n each cut in two where at least 8192, else 1")
+      ->capture_default_str();
   run.add_flag("--allow-nonfinite", s.allow_nonfinite,
                "Multiply inputs holding NaN or Inf (else an error naming the first); verified by position");
 }
@@ -221,6 +226,9 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   for (const char* f : {"--host-staged", "--from-host"})
     only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack,
               "to the GPU engines (cublas, gpu-*), not " + engine);
+  only_with(o, "--stages", e.memory == Memory::device && s.algo != Algorithm::scalapack && !s.host_staged &&
+                              (s.inputs_from_host || !s.a_path.empty()),
+            "to GPU engines with host inputs (--from-host, or --a/--b files), without --host-staged");
   if (s.host_staged && s.inputs_from_host)
     throw UsageError("--from-host is for device-resident runs and --host-staged keeps the blocks in host memory: "
                      "give one of them");
@@ -269,6 +277,17 @@ RunSpec to_spec(const RunCommandOptions& o) {
   else if (o.formula == "auto") s.algo_opts.formula = nullptr;
   else throw UsageError("unknown --formula '" + o.formula + "': use strassen, winograd or auto");
   if (o.caps_steps == "auto") s.algo_opts.caps_steps.reset();
+  if (o.stages != "auto") {
+    // R or RxC, each a count >= 1
+    const std::size_t x = o.stages.find('x');
+    auto count = [&](const std::string& t) {
+      if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) < 1)
+        throw UsageError("--stages '" + o.stages + "' is not R or RxC (panels of m and of n, each >= 1): e.g. 2, 2x2, or auto");
+      return std::stoi(t);
+    };
+    s.stage_rows = count(o.stages.substr(0, x));
+    s.stage_cols = x == std::string::npos ? 1 : count(o.stages.substr(x + 1));
+  }
   s.algo_opts.strassen_like_ok = true;  // the report and the tolerance say what ran
   s.alpha = parse_scalar(o.alpha, "--alpha");
   s.beta = parse_scalar(o.beta, "--beta");

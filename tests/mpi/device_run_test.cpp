@@ -6,12 +6,18 @@
 // Skipped, visibly, without a GPU.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <fstream>
 #include <vector>
 
 #include "cuda/device_info.hpp"
 #include "mpi/run.hpp"
+#include "mpi/stream_plan.hpp"
+#include "src/core/npy.hpp"
 #include "mpi/verify.hpp"
 #include "node/strassen_formulas.hpp"
 
@@ -204,5 +210,119 @@ TEST(DeviceRun, TooLargeForTheGpuIsAClearErrorOnEveryRank) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("GPU memory"), std::string::npos) << msg;
     EXPECT_NE(msg.find("more GPUs"), std::string::npos) << msg;
+  }
+}
+
+// Host inputs streamed through the GPUs in panels (--from-host --stages RxC): every algorithm
+// with a device path, panels of m, of n and of both (odd sizes), beta != 0 (C0 comes in with each
+// stage), exact on integer inputs, the words the stages' layouts count, and from .npy files the
+// product written to --out equal to the unstreamed run's, byte for byte.
+TEST(DeviceRun, StreamedHostInputsInRowPanels) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  const int P = world_size();
+  std::vector<std::string> algos{"summa", "cuboid"};
+  for (int q = 1; q * q <= P; ++q)
+    if (q * q == P) algos.push_back("cannon");
+  for (int q = 1; q * q * q <= P; ++q)
+    if (q * q * q == P) algos.push_back("dns");
+  if (P >= 2) algos.push_back("caps");  // dealt steps
+  int streamed = 0;
+  for (const std::string& algo : algos)
+    for (StageGrid g : {StageGrid{2, 1}, {1, 3}, {3, 2}})
+      for (const Case& c : {Case{37, 29, 41}, Case{130, 67, 259}, Case{5, 3, 101}})
+        for (Dtype dt : {Dtype::f64, Dtype::c32}) {
+          // every grid and shape with SUMMA; a sample with the others (each stage shape makes
+          // its own NCCL communicators, which takes a while)
+          if (algo != "summa" && (g.rows == 1 || c.m == 130 || dt == Dtype::c32)) continue;
+          AlgoOptions ao;
+          if (algo == "caps") ao.caps_steps = parse_caps_steps("X");
+          RunSpec s;
+          s.algo_opts = ao;
+          s.m = c.m, s.n = c.n, s.k = c.k;
+          s.dtype = dt;
+          s.algo = *parse_algorithm(algo);
+          s.engine = &engine_info(algo == "caps" ? "cublas" : "gpu-winograd");
+          s.fill = Fill::integer;
+          s.verify = Verify::full;
+          s.alpha = 2.0;
+          s.beta = is_complex(dt) ? std::complex<double>(1, -1) : -3.0;
+          s.repeat = 2;
+          s.threads = 1;
+          s.inputs_from_host = true;
+          s.stage_rows = g.rows, s.stage_cols = g.cols;
+          s.engine_opts.levels = 1;
+          s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
+          const std::string what = algo + " " + std::to_string(g.rows) + "x" + std::to_string(g.cols) + " panels " +
+                                   to_string(dt) + " " +
+                                   std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                   " P=" + std::to_string(P);
+          RunReport r;
+          if (std::getenv("DISTMM_TEST_PROGRESS")) std::fprintf(stderr, "[%d] %s\n", Comm::world().rank(), what.c_str());
+          try {
+            r = run(Comm::world(), s);
+          } catch (const UsageError& e) {
+            if (algo == "caps") continue;  // dealt steps need leaves this shape lacks
+            ADD_FAILURE() << what << ": " << e.what();
+            continue;
+          }
+          EXPECT_TRUE(r.passed) << what;
+          EXPECT_EQ(r.max_abs, 0.0) << what;
+          EXPECT_EQ(r.words_max, r.analytic_words_max) << what;
+          if (r.stages > 1) {
+            ++streamed;
+            EXPECT_EQ(r.stages, std::min<index_t>(g.rows, c.m) * std::min<index_t>(g.cols, c.n)) << what;
+            EXPECT_NE(r.layout.find("streamed"), std::string::npos) << what << ": " << r.layout;
+          } else {
+            bool said = false;
+            for (const std::string& n : r.notes) said = said || n.find("not streamed") != std::string::npos;
+            EXPECT_TRUE(said) << what << ": one stage without a note";
+          }
+        }
+  EXPECT_GT(streamed, 0);
+
+  // Files: A and B read from .npy (streamed in 3 panels and not), the product written to --out
+  // by both, byte for byte the same.
+  const std::string dir = "/tmp/distmm_stream_" + std::to_string(getpid());
+  const index_t m = 71, n = 37, k = 53;
+  auto npy = [](const std::string& path, index_t rows, index_t cols, int salt) {
+    std::ofstream f(path, std::ios::binary);
+    f << make_npy_header(Dtype::f64, rows, cols, true);
+    for (index_t j = 0; j < cols; ++j)
+      for (index_t i = 0; i < rows; ++i) {
+        const double v = double((i * 7 + j * 13 + salt) % 9) - 4;
+        f.write(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+  };
+  if (Comm::world().rank() == 0) {
+    std::system(("mkdir -p " + dir).c_str());
+    npy(dir + "/a.npy", m, k, 1), npy(dir + "/b.npy", k, n, 2);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto write = [&](StageGrid g, const std::string& path) {
+    RunSpec s;
+    s.m = m, s.n = n, s.k = k;
+    s.a_path = dir + "/a.npy", s.b_path = dir + "/b.npy";
+    s.algo = Algorithm::summa;
+    s.engine = &engine_info("cublas");
+    s.verify = Verify::full;
+    s.stage_rows = g.rows, s.stage_cols = g.cols;
+    s.out_path = path;
+    RunReport r = run(Comm::world(), s);
+    EXPECT_TRUE(r.passed);
+    EXPECT_EQ(r.max_abs, 0.0);
+    EXPECT_EQ(r.stages, g.rows * g.cols);
+  };
+  if (std::getenv("DISTMM_TEST_PROGRESS")) std::fprintf(stderr, "[%d] files\n", Comm::world().rank());
+  write({1, 1}, dir + "/one.npy");
+  write({3, 2}, dir + "/three.npy");
+  if (Comm::world().rank() == 0) {
+    auto bytes = [](const std::string& p) {
+      std::ifstream f(p, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    const std::string one = bytes(dir + "/one.npy"), three = bytes(dir + "/three.npy");
+    EXPECT_GT(one.size(), std::size_t(m * n) * 8u);
+    EXPECT_EQ(one, three);
+    std::system(("rm -rf " + dir).c_str());
   }
 }
