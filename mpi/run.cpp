@@ -436,13 +436,16 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
   std::vector<DeviceSpace::HostPin> pins;
   bool pinned = true;
   for (DistMatrix<T>* M : {&ha, &hb, &hC, keep_c0 ? &hc0 : nullptr}) {
-    if (!M || M->local.size() == 0) continue;
-    pins.push_back(sp.pin_host(M->local.data(), std::size_t(M->local.size()) * sizeof(T)));
+    // Blocks under 1 MiB stay pageable: pinning gains them nothing, and small blocks share
+    // pages, which cudaHostRegister will not register twice.
+    const std::size_t bytes = M ? std::size_t(M->local.size()) * sizeof(T) : 0;
+    if (bytes < (std::size_t(1) << 20)) continue;
+    pins.push_back(sp.pin_host(M->local.data(), bytes));
     pinned = pinned && bool(pins.back());
   }
   if (world.any(!pinned))
-    rec.notes.push_back("host blocks not page-locked on some rank (cudaHostRegister refused: raise the locked-memory "
-                        "limit, ulimit -l): its copies were staged by the driver, at a lower rate");
+    rec.notes.push_back("host blocks not page-locked on some rank (cudaHostRegister refused, e.g. the locked-memory "
+                        "limit: ulimit -l): their copies were staged by the driver, at a lower rate");
 
   const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
   const int in_mark = DeviceSpace::kMarks, done_compute = in_mark + 2, done_comm = in_mark + 3;
@@ -484,6 +487,8 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
         load(s + 1);
       }
       sp.wait_mark(Lane::compute, in_mark + s % 2), sp.wait_mark(Lane::comm, in_mark + s % 2);
+      // the previous stage (another algorithm instance) is done on both lanes before this one starts
+      sp.comm_waits_for_compute(), sp.compute_waits_for_comm();
       const MultiplyCall call{dtype_of<T>(), &alpha,
                               {dA[(s / plan.cols) % 2].as<T>(), pa.rows(), pa.cols(), ld_of(pa.rows())},
                               {dev_b(s), pb.rows(), pb.cols(), ld_b}, &beta, dC[s % 2].as<T>(),
@@ -626,7 +631,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
         stream.why_one = "the stages' buffers need " + format_bytes(stream_need) + " of GPU memory per rank, " +
                          format_bytes(std::max(free_min, 0.0)) + " free";
       } else {
-        need = std::min(need, stream_need);
+        need = stream_need;  // what the streamed run allocates
       }
     }
     if (need > free_min)
@@ -701,6 +706,8 @@ Prepared prepare(const Comm& world, RunSpec o) {
                  " panels of m x n (host link overlapped with the products)";
     rec.analytic_words_max = sum.words_max, rec.analytic_words_mean = sum.words_mean;
     rec.analytic_messages_max = sum.messages_max;
+    rec.notes.push_back("streamed: the analytic max words and messages add each stage's busiest rank (a bound of the "
+                        "busiest rank's total; the means add exactly)");
   } else if (!stream.why_one.empty()) {
     rec.notes.push_back("not streamed (one stage: load, multiply, store in turn): " + stream.why_one);
   }
@@ -752,7 +759,10 @@ RunReport run(const Comm& world, RunSpec spec) {
   Files& files = pr.files;
   std::unique_ptr<NpyOutput> out;
   if (!o.out_path.empty()) out = std::make_unique<NpyOutput>(o.out_path, world);
-  if (o.progress) algo->set_progress(o.progress);
+  if (o.progress) {
+    algo->set_progress(o.progress);
+    for (auto& a : pr.stream.algos) a->set_progress(o.progress);
+  }
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (pr.space && pr.stream.stages() > 1)

@@ -82,16 +82,18 @@ StreamPlan make_stream_plan(Algorithm algo, const Comm& world, GemmShape shape, 
   // built alike on every rank.
   std::map<std::pair<index_t, index_t>, int> by_shape;
   std::string failed;
-  for (int s = 0; s < rows * cols && failed.empty(); ++s) {
+  for (int s = 0; s < rows * cols; ++s) {
     const index_t h = p.panels_m.size(s / cols), w = p.panels_n.size(s % cols);
     auto [it, fresh] = by_shape.try_emplace({h, w}, int(p.algos.size()));
-    if (fresh) {
+    if (fresh) {  // alike on every rank: the shapes are
       try {
         p.algos.push_back(make_algorithm(algo, world, {h, w, shape.k}, opts));
       } catch (const std::exception& e) {
         failed = "a " + std::to_string(h) + " x " + std::to_string(w) + " stage does not fit " + to_string(algo) +
                  " (" + e.what() + ")";
       }
+      // make_algorithm is collective: every rank stops at the same stage when one fails
+      if (world.any(!failed.empty())) break;
     }
     p.algo_of.push_back(it->second);
   }
@@ -99,11 +101,11 @@ StreamPlan make_stream_plan(Algorithm algo, const Comm& world, GemmShape shape, 
   const bool mine = failed.empty() && stack(p, &DistAlgorithm::piece_a, true, false, p.a, p.a_row0, unused) &&
                     stack(p, &DistAlgorithm::piece_b, false, true, p.b, unused, p.b_col0) &&
                     stack(p, &DistAlgorithm::piece_c, true, true, p.c, p.c_row0, p.c_col0);
-  // Every rank decides alike, and reaches these collectives whatever failed on it.
-  const bool any_unfit = world.any(!failed.empty()), any_bad = world.any(!mine);
-  if (any_bad && failed.empty())
-    failed = any_unfit ? "a stage does not fit " + std::string(to_string(algo)) + " on some rank"
-                       : "the stages' layouts disagree where they share an operand's rows or columns";
+  // Every rank decides alike (each reaches this collective, having left the loop together).
+  if (world.any(!mine) && failed.empty())
+    failed = p.algo_of.size() < std::size_t(rows * cols)
+                 ? "a stage does not fit " + std::string(to_string(algo)) + " on some rank"
+                 : "the stages' layouts disagree where they share an operand's rows or columns";
   if (!failed.empty()) {
     StreamPlan one;
     one.why_one = failed;

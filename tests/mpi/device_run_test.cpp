@@ -267,7 +267,9 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
           }
           EXPECT_TRUE(r.passed) << what;
           EXPECT_EQ(r.max_abs, 0.0) << what;
-          EXPECT_EQ(r.words_max, r.analytic_words_max) << what;
+          // the stages' means add exactly; their maxima bound the busiest rank's total
+          EXPECT_DOUBLE_EQ(r.words_mean, r.analytic_words_mean) << what;
+          EXPECT_LE(r.words_max, r.analytic_words_max) << what;
           if (r.stages > 1) {
             ++streamed;
             EXPECT_EQ(r.stages, std::min<index_t>(g.rows, c.m) * std::min<index_t>(g.cols, c.n)) << what;
