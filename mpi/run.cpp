@@ -223,6 +223,18 @@ void record_verdict(const VerifyResult& v, const Comm& world, RunReport& rec) {
                         " NaN/Inf entries of C, each where the reference has one (compared by position)");
 }
 
+// A host block for C with its pages touched (zeros, by all threads): a caller's output is there
+// before the product, so the timed copies back pay for the copy, not the first touch.
+template <class T>
+DistMatrix<T> touched_zeros(index_t m, index_t n, const Piece& piece) {
+  DistMatrix<T> C(m, n, piece);
+  T* c = C.local.data();
+  const index_t rows = C.local.rows(), cols = C.local.cols(), ld = C.local.ld();
+#pragma omp parallel for schedule(static)
+  for (index_t j = 0; j < cols; ++j) std::fill(c + j * ld, c + j * ld + rows, T(0));
+  return C;
+}
+
 // The host product's verdict (Freivalds or a full check, the tolerance from what ran: growth),
 // then the file: the product reaches it only when verified (or unverified by request).
 template <class T>
@@ -357,11 +369,7 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   if (need_c) {
     // The host C is there, its pages touched, before the timing, as a caller's output (and
     // cuBLASXt's in xt-bench) would be: the store times the copy, not the first touch.
-    hC = DistMatrix<T>(o.m, o.n, pc);
-    T* hc = hC.local.data();
-    const index_t hc_rows = hC.local.rows(), hc_cols = hC.local.cols(), hc_ld = hC.local.ld();
-#pragma omp parallel for schedule(static)
-    for (index_t j = 0; j < hc_cols; ++j) std::fill(hc + j * hc_ld, hc + j * hc_ld + hc_rows, T(0));
+    hC = touched_zeros<T>(o.m, o.n, pc);
     world.barrier();
     t0 = MPI_Wtime();
     sp.download(hC.local.data(), hC.local.ld(), C.data<T>(), C.ld, pc.rows(), pc.cols(), sizeof(T));
@@ -426,13 +434,7 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
 
   auto [ha, hb, hc0] = host_inputs<T>(o, world, plan.a, plan.b, plan.c, files);
   const Verify verify = check_inputs(o, world, ha, hb, keep_c0 ? &hc0 : nullptr, rec, budget);
-  DistMatrix<T> hC(o.m, o.n, plan.c);
-  {  // C's pages touched before the timing, as a caller's output would be
-    T* hc = hC.local.data();
-    const index_t rows = hC.local.rows(), cols = hC.local.cols(), ld = hC.local.ld();
-#pragma omp parallel for schedule(static)
-    for (index_t j = 0; j < cols; ++j) std::fill(hc + j * ld, hc + j * ld + rows, T(0));
-  }
+  DistMatrix<T> hC = touched_zeros<T>(o.m, o.n, plan.c);  // as a caller's output would be
   std::vector<DeviceSpace::HostPin> pins;
   bool pinned = true;
   for (DistMatrix<T>* M : {&ha, &hb, &hC, keep_c0 ? &hc0 : nullptr}) {
@@ -524,7 +526,7 @@ struct Prepared {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<DeviceSpace> space;  // device-resident runs; outlives the algorithm's buffers
   std::unique_ptr<DistAlgorithm> algo;
-  StreamPlan stream;  // host-resident device runs in row panels (stages > 1), else one stage
+  StreamPlan stream;  // host inputs on GPUs streamed in panels (stages() > 1), else one stage
   RunReport rec;
 };
 
@@ -585,7 +587,6 @@ Prepared prepare(const Comm& world, RunSpec o) {
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
     space = make_device_space(*engine, world, int(ranks_per_gpu));  // collective
-    if (space) algo->prepare_device(*space);     // its communicators (collective), before the plan
   }
 
   // Host inputs on GPUs: streamed in panels (--stages; automatic: auto_stages) where the stages'
@@ -601,7 +602,6 @@ Prepared prepare(const Comm& world, RunSpec o) {
     if (o.stage_rows > 0) g = {o.stage_rows, std::max(o.stage_cols, 1)};
     if (g.rows * g.cols > 1) {
       stream = make_stream_plan(*parse_algorithm(algo->name()), world, {o.m, o.n, o.k}, o.algo_opts, g);
-      for (auto& a : stream.algos) a->prepare_device(*space);  // collective
     }
   }
 
@@ -641,6 +641,12 @@ Prepared prepare(const Comm& world, RunSpec o) {
                        (algo->name() == "caps" ? std::string(", DFS steps (--caps-steps D...)") : std::string(", a smaller --panel")) +
                        ", --engine cublas or gpu-strassen-lowmem, or --host-staged");
     peak = need;
+    // The communicators (collective) of what will run: the stages' algorithms when streaming,
+    // else the algorithm (NCCL's take a while each, and hold GPU memory).
+    if (stream.stages() > 1)
+      for (auto& a : stream.algos) a->prepare_device(*space);
+    else
+      algo->prepare_device(*space);
   } else if (peak > double(budget)) {
     const int ranks = static_cast<int>(std::ceil(P * peak / double(budget)));
     std::string alt = algo->name() == "caps" ? ", DFS steps (--caps-steps D...)" : "";
