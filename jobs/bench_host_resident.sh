@@ -7,7 +7,8 @@
 #   - distmm run --from-host --stages 1      load, multiply and store one after the other;
 #   - distmm xt-bench                        cuBLASXt (pinned host matrices, its best block dim);
 # each distmm run --warmup 1 --repeat REPEAT (default 5), ENGINES (default "gpu-winograd cublas"),
-# ALGO (default summa), STAGES (extra --stages counts to try, default none). The table gives
+# ALGO (default summa), RUN_ARGS (more distmm run options, e.g. "--cuboid-grid 1x1x2" with
+# ALGO=cuboid), STAGES (extra --stages counts to try, default none). The table gives
 # medians over the rounds of each run's median, host to host, and cuBLASXt's time over ours.
 # Environment: DISTMM_BIN (default build/distmm), BENCH_JSON (JSON lines, default a temporary
 # file), MPIRUN, TABLE_ONLY=1 (print the table of BENCH_JSON's lines). Through the device tool:
@@ -38,7 +39,7 @@ if [ -z "${TABLE_ONLY:-}" ]; then
           opt=()
           [ "$st" = auto ] || opt=(--stages "$st")
           $mpirun -np "$gpus" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" --from-host \
-            "${opt[@]}" --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
+            "${opt[@]}" ${RUN_ARGS:-} --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
         done
       done
       "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
@@ -55,13 +56,21 @@ for r in rows:
     elif r.get("from_host"):
         st = r.get("stages", 1)
         total = r["time_median"] if st > 1 else r["load_seconds"] + r["time_median"] + r["store_seconds"]
-        ours.setdefault((r["dtype"], r["m"], r["engine"], r["algo"], r["ranks"], r.get("stage_grid", f"{st}x1")), []).append(total)
-print("\n| dtype | n | engine | GPUs | stages (m x n panels) | host to host s (runs) | cuBLASXt s | cuBLASXt / ours |")
-print("|---|---|---|---|---|---|---|---|")
+        # what the products did not hide: the first stage's inputs and the last stage's C when
+        # streamed, the whole load and store when not
+        wait = (r.get("exposed_load_seconds", 0), r.get("exposed_store_seconds", 0)) if st > 1 else \
+            (r["load_seconds"], r["store_seconds"])
+        algo = r["algo"] + (" " + r["layout"].split()[0] if r["algo"] == "cuboid" else "")
+        key = (r["dtype"], r["m"], r["engine"], algo, r["ranks"], r.get("stage_grid", f"{st}x1"))
+        ours.setdefault(key, []).append((total, wait, r.get("engine_levels_run", 0)))
+print("\n| dtype | n | engine | algorithm | GPUs | stages (m x n panels) | levels | host to host s (runs) | not overlapped: load / store s | cuBLASXt s | cuBLASXt / ours |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for key in sorted(ours):
     dt, n, e, a, p, st = key
-    t = statistics.median(ours[key])
+    t = statistics.median(v[0] for v in ours[key])
+    ld = statistics.median(v[1][0] for v in ours[key])
+    sd = statistics.median(v[1][1] for v in ours[key])
     x = statistics.median(xt[(dt, n)]) if (dt, n) in xt else float("nan")
-    runs = ", ".join(f"{v:.3f}" for v in ours[key])
-    print(f"| {dt} | {n} | {e} | {p} | {st} | {t:.3f} ({runs}) | {x:.3f} | {x / t:.3f}x |")
+    runs = ", ".join(f"{v[0]:.3f}" for v in ours[key])
+    print(f"| {dt} | {n} | {e} | {a} | {p} | {st} | {ours[key][-1][2]} | {t:.3f} ({runs}) | {ld:.3f} / {sd:.3f} | {x:.3f} | {x / t:.3f}x |")
 PY

@@ -399,7 +399,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
     if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)
       throw UsageError("--cuboid-grid " + std::to_string(g.pm) + "x" + std::to_string(g.pn) + "x" +
                        std::to_string(g.pk) + " needs " + std::to_string(g.used()) + " ranks but " +
-                       std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + " ranks");
+                       std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + (P == 1 ? " rank" : " ranks"));
     return std::make_unique<Cuboid>(world, s, g);
   }
   struct Candidate {

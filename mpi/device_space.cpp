@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "../cuda/device_combine.hpp"
@@ -16,10 +18,11 @@
 namespace distmm {
 namespace {
 
-// NCCL between the ranks' GPUs, on the space's comm stream.
+// NCCL between the ranks' GPUs, on the space's comm stream. The NCCL communicator may be
+// shared with other DeviceComms over the same ranks (GpuDeviceSpace::comm).
 class NcclDeviceComm final : public DeviceComm {
  public:
-  NcclDeviceComm(const Comm& c, cudaStream_t s) : nccl_(c), s_(s) {}
+  NcclDeviceComm(std::shared_ptr<NcclComm> nccl, cudaStream_t s) : nccl_ref_(std::move(nccl)), nccl_(*nccl_ref_), s_(s) {}
   void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
     if (n <= 0 || nccl_.size() == 1) return;
     dispatch(dt, [&](auto tag) {
@@ -64,7 +67,8 @@ class NcclDeviceComm final : public DeviceComm {
   int size() const override { return nccl_.size(); }
 
  private:
-  NcclComm nccl_;
+  std::shared_ptr<NcclComm> nccl_ref_;
+  NcclComm& nccl_;
   cudaStream_t s_;
 };
 
@@ -256,9 +260,23 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (bytes == 0) return;
     cuda_check(cudaMemsetAsync(p, 0, bytes, stream(lane)), "memset");
   }
+  // The cache holds a key exactly where every member created it (collectively), so the members
+  // agree on whether to make one.
+  std::shared_ptr<NcclComm> nccl_for(const Comm& c) {
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    MPI_Comm_group(c.get(), &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> local(std::size_t(c.size())), key(std::size_t(c.size()));
+    for (int r = 0; r < c.size(); ++r) local[std::size_t(r)] = r;
+    MPI_Group_translate_ranks(group, c.size(), local.data(), world, key.data());
+    MPI_Group_free(&group), MPI_Group_free(&world);
+    auto& slot = nccl_comms_[key];
+    if (!slot) slot = std::make_shared<NcclComm>(c);
+    return slot;
+  }
   std::unique_ptr<DeviceComm> comm(const Comm& c) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    if (nccl_) return std::make_unique<NcclDeviceComm>(c, comm_stream_->get());
+    if (nccl_) return std::make_unique<NcclDeviceComm>(nccl_for(c), comm_stream_->get());
     return std::make_unique<StagedDeviceComm>(c, comm_stream_->get());
   }
   void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
@@ -283,6 +301,12 @@ class GpuDeviceSpace final : public DeviceSpace {
   }
   void wait_mark(Lane lane, int i) override {
     if (marked_.at(std::size_t(i))) cuda_check(cudaStreamWaitEvent(stream(lane), marks_[std::size_t(i)].get(), 0), "wait");
+  }
+  double seconds_between(int from, int to) override {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, marks_.at(std::size_t(from)).get(), marks_.at(std::size_t(to)).get()),
+               "cudaEventElapsedTime");
+    return double(ms) / 1e3;
   }
   void synchronize() override {
     cuda_check(cudaStreamSynchronize(transfer_stream_->get()), "sync");
@@ -468,6 +492,11 @@ class GpuDeviceSpace final : public DeviceSpace {
   std::string transport_;
   std::unique_ptr<CudaStream> comm_stream_, aux_stream_, transfer_stream_;
   std::unique_ptr<CudaEvent> to_comm_, to_compute_;
+  // NCCL communicators by their members' world ranks, in rank order. Initialising one costs a
+  // collective and hundreds of milliseconds, and a streamed run's stage algorithms (or an
+  // algorithm's row and column groups) often span the same ranks. Every use is on comm_stream_,
+  // in the same order on every member, so one communicator serves them all.
+  std::map<std::vector<int>, std::shared_ptr<NcclComm>> nccl_comms_;
   DeviceBuffer<double> vec_;
   std::unique_ptr<CublasHandle> blas_;  // blas(): scale_add's geam, max_abs's amax
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks

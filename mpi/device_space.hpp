@@ -194,9 +194,11 @@ class DeviceSpace {
   // work wait for it. A marker never recorded is no wait.
   // Markers kMarks to kMarks + kRunMarks - 1 belong to the run (run.cpp's streaming), the
   // first kMarks to the algorithm, so neither overwrites a marker the other still waits on.
-  static constexpr int kMarks = 8, kRunMarks = 4;
+  static constexpr int kMarks = 8, kRunMarks = 7;
   virtual void mark(Lane lane, int i) = 0;
   virtual void wait_mark(Lane lane, int i) = 0;
+  // Seconds from marker `from` to marker `to` as the GPU ran them (both recorded and done).
+  virtual double seconds_between(int from, int to) = 0;
   virtual void synchronize() = 0;  // every lane done
 
   // Host <-> device (synchronous), a rows x cols block with leading dimensions.

@@ -451,6 +451,7 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
 
   const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
   const int in_mark = DeviceSpace::kMarks, done_compute = in_mark + 2, done_comm = in_mark + 3;
+  const int started = in_mark + 4, first_in = in_mark + 5, ended = in_mark + 6;  // timing only
   auto ld_of = [](index_t rows) { return std::max<index_t>(rows, 1); };
   const index_t ld_b = ld_of(plan.b.rows());
   // Host and device blocks of stage s's operands: A's row panel, B's column panel, C's block.
@@ -473,13 +474,16 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
     sp.mark(Lane::transfer, in_mark + s % 2);
   };
   CommCounters counted;
+  std::vector<double> exposed_load, exposed_store;
   for (int rep = -o.warmup; rep < o.repeat; ++rep) {
     comm_counters() = CommCounters{};
     if (o.repetition_started) o.repetition_started();
     sp.synchronize();
     world.barrier();
     const double t0 = MPI_Wtime();
+    sp.mark(Lane::transfer, started);
     load(0);
+    sp.mark(Lane::transfer, first_in);
     for (int s = 0; s < S; ++s) {
       DistAlgorithm& algo = plan.algo(s);
       const Piece &pa = algo.piece_a(), &pb = algo.piece_b(), &pc = algo.piece_c();
@@ -501,11 +505,19 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
       sp.download_async(host_c(s, hC), hC.local.ld(), dC[s % 2].as<T>(), ld_of(pc.rows()), pc.rows(), pc.cols(),
                         sizeof(T));
     }
+    sp.mark(Lane::transfer, ended);
     sp.synchronize();
     const double t = world.allreduce_max_uncounted(MPI_Wtime() - t0);
     counted = comm_counters();
-    if (rep >= 0) rec.times.push_back(t);
+    if (rep >= 0) {
+      rec.times.push_back(t);
+      // the last C's copy waited for both lanes' last work
+      exposed_load.push_back(sp.seconds_between(started, first_in));
+      exposed_store.push_back(std::min(sp.seconds_between(done_compute, ended), sp.seconds_between(done_comm, ended)));
+    }
   }
+  rec.exposed_load_seconds = world.allreduce_max_uncounted(median(exposed_load));
+  rec.exposed_store_seconds = world.allreduce_max_uncounted(median(exposed_store));
   pins.clear();
   collect_measurements(world, plan.algo(0), counted, rec);
   const double growth = error_growth(world, plan.algo(0), engine, rec);
@@ -839,6 +851,8 @@ nlohmann::json to_json(const RunReport& r) {
   j["from_host"] = r.from_host;
   j["stages"] = r.stages;
   j["stage_grid"] = r.stage_grid;
+  j["exposed_load_seconds"] = r.exposed_load_seconds;
+  j["exposed_store_seconds"] = r.exposed_store_seconds;
   j["load_seconds"] = r.load_seconds;
   j["store_seconds"] = r.store_seconds;
   j["engine_levels_run"] = r.engine_levels_run;

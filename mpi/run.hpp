@@ -90,8 +90,11 @@ struct RunReport {
   double load_seconds = 0, store_seconds = 0;
   // Streamed in this many stages (> 1; stage_grid "rows x cols" panels of m and n): each time
   // is then host to host, the loads and stores overlapped with the products, and load/store are
-  // not reported apart.
+  // not reported apart; what the products waited for is: the first stage's inputs (exposed
+  // load) and, after the last product, the last stage's C (exposed store). Medians over the
+  // repetitions, max over ranks.
   int stages = 1;
+  double exposed_load_seconds = 0, exposed_store_seconds = 0;
   std::string stage_grid = "1x1";
   int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
   // Seconds per phase of the algorithm in the last repetition, max and mean over ranks.

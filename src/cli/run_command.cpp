@@ -119,6 +119,9 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
   run.add_option("--panel", s.algo_opts.panel, "SUMMA panel width (default: k over the larger grid side, 256 to 4096)");
   run.add_option("--grid-rows", s.algo_opts.grid_rows,
                  "Process-grid rows for summa/scalapack (default: chosen from the shape)");
+  run.add_option("--cuboid-grid", o.cuboid_grid,
+                 "Rank grid of --algo cuboid, PMxPNxPK (ranks along m, n and k; e.g. 1x1x2 splits k), "
+                 "default: chosen by the cost model");
   run.add_option("--nb", s.algo_opts.scalapack_nb, "ScaLAPACK block size")->capture_default_str();
   run.add_option("--caps-steps", o.caps_steps,
                  "CAPS step sequence from the top, B = BFS, D = DFS, X = dealt (a suffix: the 7^L "
@@ -178,6 +181,21 @@ void only_with(const RunCommandOptions& o, const char* flag, bool applies, const
                      " or change the other option");
 }
 
+// "AxBx...": counts >= 1 separated by 'x' (--stages, --cuboid-grid); empty where malformed.
+std::vector<int> parse_counts(const std::string& text) {
+  std::vector<int> counts;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t x = text.find('x', at);
+    const std::string t = text.substr(at, x == std::string::npos ? std::string::npos : x - at);
+    if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) < 1)
+      return {};
+    counts.push_back(std::stoi(t));
+    if (x == std::string::npos) return counts;
+    at = x + 1;
+  }
+}
+
 // Every option against its range and against the others (after the names are parsed).
 void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   in_range(o, "--repeat", s.repeat, 1, 1000000);
@@ -208,6 +226,7 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   only_with(o, "--grid-rows", s.algo == Algorithm::summa || s.algo == Algorithm::scalapack,
             "to --algo summa or scalapack, not " + std::string(to_string(s.algo)));
   only_with(o, "--nb", s.algo == Algorithm::scalapack, "to --algo scalapack, not " + std::string(to_string(s.algo)));
+  only_with(o, "--cuboid-grid", s.algo == Algorithm::cuboid, "to --algo cuboid, not " + std::string(to_string(s.algo)));
   only_with(o, "--caps-steps", s.algo == Algorithm::caps, "to --algo caps, not " + std::string(to_string(s.algo)));
   only_with(o, "--formula", s.algo == Algorithm::caps, "to --algo caps, not " + std::string(to_string(s.algo)));
   only_with(o, "--engine", s.algo != Algorithm::scalapack,
@@ -277,16 +296,18 @@ RunSpec to_spec(const RunCommandOptions& o) {
   else if (o.formula == "auto") s.algo_opts.formula = nullptr;
   else throw UsageError("unknown --formula '" + o.formula + "': use strassen, winograd or auto");
   if (o.caps_steps == "auto") s.algo_opts.caps_steps.reset();
+  if (!o.cuboid_grid.empty()) {  // make_cuboid checks it against the ranks
+    const std::vector<int> g = parse_counts(o.cuboid_grid);
+    if (g.size() != 3)
+      throw UsageError("--cuboid-grid '" + o.cuboid_grid + "' is not PMxPNxPK (ranks along m, n and k, each >= 1): e.g. 1x1x2");
+    s.algo_opts.cuboid_grid = {g[0], g[1], g[2]};
+  }
   if (o.stages != "auto") {
-    // R or RxC, each a count >= 1
-    const std::size_t x = o.stages.find('x');
-    auto count = [&](const std::string& t) {
-      if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) < 1)
-        throw UsageError("--stages '" + o.stages + "' is not R or RxC (panels of m and of n, each >= 1): e.g. 2, 2x2, or auto");
-      return std::stoi(t);
-    };
-    s.stage_rows = count(o.stages.substr(0, x));
-    s.stage_cols = x == std::string::npos ? 1 : count(o.stages.substr(x + 1));
+    const std::vector<int> g = parse_counts(o.stages);
+    if (g.empty() || g.size() > 2)
+      throw UsageError("--stages '" + o.stages + "' is not R or RxC (panels of m and of n, each >= 1): e.g. 2, 2x2, or auto");
+    s.stage_rows = g[0];
+    s.stage_cols = g.size() == 2 ? g[1] : 1;
   }
   s.algo_opts.strassen_like_ok = true;  // the report and the tolerance say what ran
   s.alpha = parse_scalar(o.alpha, "--alpha");

@@ -14,7 +14,7 @@ struct RunCommandOptions {
   static constexpr index_t kUnset = INT64_MIN;  // a size the user did not give
   index_t size = kUnset, m = kUnset, n = kUnset, k = kUnset;
   std::string dtype, algo = "auto", engine = "blas", verify = "freivalds", fill = "uniform";
-  std::string levels = "auto", mem_limit, caps_steps, formula = "auto", stages = "auto";
+  std::string levels = "auto", mem_limit, caps_steps, formula = "auto", stages = "auto", cuboid_grid;
   std::string alpha = "1", beta = "0", transa = "N", transb = "N";
   std::string json;
   bool quiet = false;

@@ -149,6 +149,15 @@ if "$mpiexec" -n 2 --oversubscribe "$bin" calibrate --file "$tmp/machine.json" >
   ok "calibrate, then auto reads the model"
 else bad "calibrate: $(cat "$tmp/out" "$tmp/out2")"; fi
 
+# The user's cuboid grid (--cuboid-grid PMxPNxPK) runs as given, on odd shapes, fully verified.
+for g in "3 1x1x3 37 5 101" "4 1x2x2 13 29 7" "4 2x1x1 1 17 9"; do
+  set -- $g
+  if "$mpiexec" -n "$1" --oversubscribe "$bin" run --algo cuboid --cuboid-grid "$2" --m "$3" --n "$4" --k "$5" \
+       --threads 1 --verify full >"$tmp/out" 2>&1 && grep -q "layout *$2 cuboids" "$tmp/out" &&
+     grep -q "full: PASSED" "$tmp/out"; then ok "cuboid --cuboid-grid $2 on $3x$4x$5"
+  else bad "cuboid --cuboid-grid $2 on $3x$4x$5: $(cat "$tmp/out")"; fi
+done
+
 # Phase times per rank: CAPS per level (sums, exchanges, combination), cuboid's gathers and
 # reduction, in the report and the JSON line.
 rm -f "$tmp/ph.json"

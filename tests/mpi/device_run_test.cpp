@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -274,6 +275,12 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
             ++streamed;
             EXPECT_EQ(r.stages, std::min<index_t>(g.rows, c.m) * std::min<index_t>(g.cols, c.n)) << what;
             EXPECT_NE(r.layout.find("streamed"), std::string::npos) << what << ": " << r.layout;
+            // what waited on the host link: intervals within a repetition
+            const double longest = *std::max_element(r.times.begin(), r.times.end());
+            for (double t : {r.exposed_load_seconds, r.exposed_store_seconds}) {
+              EXPECT_GE(t, 0.0) << what;
+              EXPECT_LE(t, longest) << what;
+            }
           } else {
             bool said = false;
             for (const std::string& n : r.notes) said = said || n.find("not streamed") != std::string::npos;
@@ -284,7 +291,10 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
 
   // Files: A and B read from .npy (streamed in 3 panels and not), the product written to --out
   // by both, byte for byte the same.
-  const std::string dir = "/tmp/distmm_stream_" + std::to_string(getpid());
+  // one directory for all ranks (rank 0's pid): MPI-IO opens a file collectively, by one name
+  int pid = int(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string dir = "/tmp/distmm_stream_" + std::to_string(pid);
   const index_t m = 71, n = 37, k = 53;
   auto npy = [](const std::string& path, index_t rows, index_t cols, int salt) {
     std::ofstream f(path, std::ios::binary);
