@@ -20,6 +20,7 @@
 // previous one is multiplied, so the words stay the same and the memory falls by s. The C
 // partial stays put across the steps.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -396,9 +397,11 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
   if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
     CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
-    if (g.pm < 1 || g.pn < 1 || g.pk < 1 || g.used() > P)
+    // the product in 64 bits: the sides are anything a user typed
+    const std::int64_t used = std::int64_t(g.pm) * g.pn * g.pk;
+    if (g.pm < 1 || g.pn < 1 || g.pk < 1 || used > P)
       throw UsageError("--cuboid-grid " + std::to_string(g.pm) + "x" + std::to_string(g.pn) + "x" +
-                       std::to_string(g.pk) + " needs " + std::to_string(g.used()) + " ranks but " +
+                       std::to_string(g.pk) + " needs " + std::to_string(used) + " ranks but " +
                        std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + (P == 1 ? " rank" : " ranks"));
     return std::make_unique<Cuboid>(world, s, g);
   }

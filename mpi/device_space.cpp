@@ -215,7 +215,12 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device_) == cudaSuccess && pitch > 0)
       max_pitch_ = std::size_t(pitch);
   }
-  ~GpuDeviceSpace() override { cudaDeviceSynchronize(); }
+  ~GpuDeviceSpace() override {
+    cudaDeviceSynchronize();
+    // The communicators this space still holds, in key order: the same order on every member,
+    // should destroying one wait for its peers.
+    for (auto& entry : nccl_comms_) entry.second.reset();
+  }
   std::string transport() const override { return transport_; }
 
   DeviceBlock alloc(std::size_t bytes) override {

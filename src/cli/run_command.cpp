@@ -296,7 +296,7 @@ RunSpec to_spec(const RunCommandOptions& o) {
   else if (o.formula == "auto") s.algo_opts.formula = nullptr;
   else throw UsageError("unknown --formula '" + o.formula + "': use strassen, winograd or auto");
   if (o.caps_steps == "auto") s.algo_opts.caps_steps.reset();
-  if (!o.cuboid_grid.empty()) {  // make_cuboid checks it against the ranks
+  if (o.given("--cuboid-grid") || !o.cuboid_grid.empty()) {  // make_cuboid checks it against the ranks
     const std::vector<int> g = parse_counts(o.cuboid_grid);
     if (g.size() != 3)
       throw UsageError("--cuboid-grid '" + o.cuboid_grid + "' is not PMxPNxPK (ranks along m, n and k, each >= 1): e.g. 1x1x2");

@@ -232,8 +232,8 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
     for (StageGrid g : {StageGrid{2, 1}, {1, 3}, {3, 2}})
       for (const Case& c : {Case{37, 29, 41}, Case{130, 67, 259}, Case{5, 3, 101}})
         for (Dtype dt : {Dtype::f64, Dtype::c32}) {
-          // every grid and shape with SUMMA; a sample with the others (each stage shape makes
-          // its own NCCL communicators, which takes a while)
+          // every grid and shape with SUMMA; a sample with the others (each run makes its own
+          // NCCL communicators, which takes a while)
           if (algo != "summa" && (g.rows == 1 || c.m == 130 || dt == Dtype::c32)) continue;
           AlgoOptions ao;
           if (algo == "caps") ao.caps_steps = parse_caps_steps("X");
