@@ -7,8 +7,9 @@
 #   - distmm run --from-host --stages 1      load, multiply and store one after the other;
 #   - distmm xt-bench                        cuBLASXt (pinned host matrices, its best block dim);
 # each distmm run --warmup 1 --repeat REPEAT (default 5), ENGINES (default "gpu-winograd cublas"),
-# ALGO (default summa), RUN_ARGS (more distmm run options, e.g. "--cuboid-grid 1x1x2" with
-# ALGO=cuboid), STAGES (extra --stages counts to try, default none). The table gives
+# ALGO (default summa), RUN_ARGS (more distmm run options for every run), STAGES (extra --stages
+# counts to try, default none); or CONFIGS, a list of ALGO[/CUBOID_GRID]@STAGES run instead of
+# ALGO's auto, 1 and STAGES, e.g. CONFIGS="cuboid/1x1x2@2x2 summa@2x1 summa@2x2". The table gives
 # medians over the rounds of each run's median, host to host, and cuBLASXt's time over ours.
 # Environment: DISTMM_BIN (default build/distmm), BENCH_JSON (JSON lines, default a temporary
 # file), MPIRUN, TABLE_ONLY=1 (print the table of BENCH_JSON's lines). Through the device tool:
@@ -29,16 +30,21 @@ if [ -z "${TABLE_ONLY:-}" ]; then
   [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   [ "$gpus" -ge 1 ] || { echo "bench_host_resident.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
-  echo "GPUs: $gpus; algorithm: $algo; engines: $engines; JSON lines: $out"
+  configs=${CONFIGS:-}
+  if [ -z "$configs" ]; then
+    for st in auto 1 ${STAGES:-}; do configs+=" $algo@$st"; done
+  fi
+  echo "GPUs: $gpus; runs: $configs; engines: $engines; JSON lines: $out"
   quiet() { grep -v pmix || true; }
   for c in $cases; do
     dt=${c%%:*} n=${c##*:}
     for round in $(seq "$rounds"); do
       for e in $engines; do
-        for st in auto 1 ${STAGES:-}; do
-          opt=()
+        for cfg in $configs; do
+          a=${cfg%%@*} st=${cfg##*@} opt=()
           [ "$st" = auto ] || opt=(--stages "$st")
-          $mpirun -np "$gpus" "$bin" run --algo "$algo" --engine "$e" --dtype "$dt" --size "$n" --from-host \
+          case $a in */*) opt+=(--cuboid-grid "${a#*/}") a=${a%%/*} ;; esac
+          $mpirun -np "$gpus" "$bin" run --algo "$a" --engine "$e" --dtype "$dt" --size "$n" --from-host \
             "${opt[@]}" ${RUN_ARGS:-} --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
         done
       done
