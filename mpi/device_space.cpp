@@ -22,53 +22,52 @@ namespace {
 // shared with other DeviceComms over the same ranks (GpuDeviceSpace::comm).
 class NcclDeviceComm final : public DeviceComm {
  public:
-  NcclDeviceComm(std::shared_ptr<NcclComm> nccl, cudaStream_t s) : nccl_ref_(std::move(nccl)), nccl_(*nccl_ref_), s_(s) {}
+  NcclDeviceComm(std::shared_ptr<NcclComm> nccl, cudaStream_t s) : nccl_(std::move(nccl)), s_(s) {}
   void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
-    if (n <= 0 || nccl_.size() == 1) return;
+    if (n <= 0 || nccl_->size() == 1) return;
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nccl_.broadcast(static_cast<T*>(buf), n, root, s_);
+      nccl_->broadcast(static_cast<T*>(buf), n, root, s_);
     });
   }
   void reduce_call(const void* send, void* recv, index_t n, Dtype dt, int root) override {
     if (n <= 0) return;
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nccl_.reduce_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, root, s_);
+      nccl_->reduce_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, root, s_);
     });
   }
   void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
                      Dtype dt) override {
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nccl_.group_start();
-      if (ns > 0) nccl_.send(static_cast<const T*>(send), ns, dest, s_);
-      if (nr > 0) nccl_.recv(static_cast<T*>(recv), nr, src, s_);
-      nccl_.group_end();
+      nccl_->group_start();
+      if (ns > 0) nccl_->send(static_cast<const T*>(send), ns, dest, s_);
+      if (nr > 0) nccl_->recv(static_cast<T*>(recv), nr, src, s_);
+      nccl_->group_end();
     });
   }
   void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nccl_.all_gather(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
+      nccl_->all_gather(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
     });
   }
   void reduce_scatter_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nccl_.reduce_scatter_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
+      nccl_->reduce_scatter_sum(static_cast<const T*>(send), static_cast<T*>(recv), n, s_);
     });
   }
-  void group_start() override { nccl_.group_start(); }
-  void group_end() override { nccl_.group_end(); }
-  int rank() const override { return nccl_.rank(); }
-  int size() const override { return nccl_.size(); }
+  void group_start() override { nccl_->group_start(); }
+  void group_end() override { nccl_->group_end(); }
+  int rank() const override { return nccl_->rank(); }
+  int size() const override { return nccl_->size(); }
 
  private:
-  std::shared_ptr<NcclComm> nccl_ref_;
-  NcclComm& nccl_;
+  std::shared_ptr<NcclComm> nccl_;
   cudaStream_t s_;
 };
 
