@@ -9,7 +9,9 @@
 # each distmm run --warmup 1 --repeat REPEAT (default 5), ENGINES (default "gpu-winograd cublas"),
 # ALGO (default summa), RUN_ARGS (more distmm run options for every run), STAGES (extra --stages
 # counts to try, default none); or CONFIGS, a list of ALGO[/CUBOID_GRID]@STAGES run instead of
-# ALGO's auto, 1 and STAGES, e.g. CONFIGS="cuboid/1x1x2@2x2 summa@2x1 summa@2x2". The table gives
+# ALGO's auto, 1 and STAGES, e.g. CONFIGS="cuboid/1x1x2@2x2 summa@2x1 summa@2x2" (STAGES+whole: with
+# --whole-first-stage, e.g. summa@2x1+whole beside summa@2x1, whose first product begins on the
+# first part of k). The table gives
 # medians over the rounds of each run's median, host to host, and cuBLASXt's time over ours.
 # Environment: DISTMM_BIN (default build/distmm), BENCH_JSON (JSON lines, default a temporary
 # file), MPIRUN, TABLE_ONLY=1 (print the table of BENCH_JSON's lines). Through the device tool:
@@ -42,7 +44,8 @@ if [ -z "${TABLE_ONLY:-}" ]; then
       for e in $engines; do
         for cfg in $configs; do
           a=${cfg%%@*} st=${cfg##*@} opt=()
-          [ "$st" = auto ] || opt=(--stages "$st")
+          case $st in *+whole) opt=(--whole-first-stage) st=${st%+whole} ;; esac
+          [ "$st" = auto ] || opt+=(--stages "$st")
           case $a in */*) opt+=(--cuboid-grid "${a#*/}") a=${a%%/*} ;; esac
           $mpirun -np "$gpus" "$bin" run --algo "$a" --engine "$e" --dtype "$dt" --size "$n" --from-host \
             "${opt[@]}" ${RUN_ARGS:-} --warmup 1 --repeat "$repeat" --quiet --json "$out" 2>&1 | quiet
@@ -67,7 +70,8 @@ for r in rows:
         wait = (r.get("exposed_load_seconds", 0), r.get("exposed_store_seconds", 0)) if st > 1 else \
             (r["load_seconds"], r["store_seconds"])
         algo = r["algo"] + (" " + r["layout"].split()[0] if r["algo"] == "cuboid" else "")
-        key = (r["dtype"], r["m"], r["engine"], algo, r["ranks"], r.get("stage_grid", f"{st}x1"))
+        grid = r.get("stage_grid", f"{st}x1") + (", first k-split" if r.get("first_stage_split") else "")
+        key = (r["dtype"], r["m"], r["engine"], algo, r["ranks"], grid)
         ours.setdefault(key, []).append((total, wait, r.get("engine_levels_run", 0)))
 print("\n| dtype | n | engine | algorithm | GPUs | stages (m x n panels) | levels | host to host s (runs) | not overlapped: load / store s | cuBLASXt s | cuBLASXt / ours |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")

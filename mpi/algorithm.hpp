@@ -70,6 +70,16 @@ struct MultiplyCall {
   const void* beta;
   void* C;
   index_t c_rows, c_cols, ldc;
+  // A streamed run's first stage (run.cpp): only this rank's k-prefix (DistAlgorithm::k_prefix)
+  // of A's columns and B's rows is on the device when the call starts; the rest arrives at this
+  // DeviceSpace marker, which the algorithm waits for before it reads them. -1: all there.
+  int rest_mark = -1;
+};
+
+// The first k-part of a rank's local operands: A's first a_cols columns and B's first b_rows
+// rows, enough for the algorithm's first local product(s).
+struct KPrefix {
+  index_t a_cols = 0, b_rows = 0;
 };
 
 // Words and messages per rank under comm.hpp's counting convention, exact for this layout.
@@ -118,6 +128,10 @@ class DistAlgorithm {
     (void)space, (void)call;
     throw std::logic_error(name() + " has no device-resident multiply");
   }
+  // Where a device multiply can begin on the first k-part of its local operands while the rest
+  // is still on the host link (MultiplyCall::rest_mark): that part, the same decision on every
+  // rank. None: the algorithm needs its whole operands first.
+  virtual std::optional<KPrefix> k_prefix() const { return std::nullopt; }
   // Device bytes the device-resident multiply allocates besides A, B and C: its buffers and
   // the engine's workspace for its largest local product.
   std::size_t device_extra_bytes(Dtype dt, const DeviceSpace& space) const {
@@ -171,6 +185,8 @@ class DistAlgorithm {
     return {};
   }
   virtual GemmShape device_gemm_shape() const { return {}; }
+  // The running device multiply's MultiplyCall::rest_mark (-1: its operands are all there).
+  int rest_mark() const { return rest_mark_; }
   template <class T>
   T* device_buffer(std::size_t i) const {
     return i < device_buffers_.size() ? device_buffers_[i].template as<T>() : nullptr;
@@ -188,6 +204,9 @@ class DistAlgorithm {
   std::string selection_;
   std::vector<double> phase_seconds_;
   std::vector<DeviceBlock> device_buffers_;  // reserve_device(); freed before the space
+
+ protected:
+  int rest_mark_ = -1;  // set around run_device by AlgorithmBase
 };
 
 // An algorithm with a device-resident multiply: Derived::run_device<T>(DeviceSpace&, ...).
@@ -204,9 +223,16 @@ class AlgorithmBase : public DistAlgorithm {
   }
   bool runs_on_device() const override { return HasDeviceRun<Derived>; }
   void multiply_device(DeviceSpace& s, const MultiplyCall& c) override {
-    if constexpr (HasDeviceRun<Derived>)
-      typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
-    else
+    if constexpr (HasDeviceRun<Derived>) {
+      rest_mark_ = c.rest_mark;
+      try {
+        typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
+      } catch (...) {
+        rest_mark_ = -1;
+        throw;
+      }
+      rest_mark_ = -1;
+    } else
       DistAlgorithm::multiply_device(s, c);
   }
 

@@ -76,6 +76,13 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
            " cuboids (m x n x k)" + idle + ", " + std::to_string(g_.steps) + " k-step" +
            (g_.steps > 1 ? "s" : "");
   }
+  // The first k-step's slices; one step alone (where nothing is gathered) is cut at half its k.
+  std::optional<KPrefix> k_prefix() const override {
+    if (g_.steps == 1 && (g_.pm > 1 || g_.pn > 1)) return std::nullopt;  // the gathers need the whole k
+    if (!active_) return KPrefix{};
+    const index_t kc = g_.steps > 1 ? step_size(l_, 0) : pk_.size(l_) / 2;
+    return KPrefix{share(kc, g_.pn, j_), kc};
+  }
   const Piece& piece_a() const override { return pa_; }
   const Piece& piece_b() const override { return pb_; }
   const Piece& piece_c() const override { return pc_; }
@@ -283,18 +290,33 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
 
     T* cp = reduce_c ? device_buffer<T>(12) : C.data;
     const index_t ldc = reduce_c ? std::max<index_t>(mi, 1) : C.ld;
+    // Operands beyond the first k-part (k_prefix) still on their way: steps after the first
+    // wait for them, and one step alone is cut in two products at its prefix.
+    const int rest = rest_mark();
+    const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
+    const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
     sp.comm_waits_for_compute();  // the operands are ready
+    if (rest >= 0 && !part) sp.wait_mark(Lane::comm, rest), sp.wait_mark(Lane::compute, rest);
     post(0, 0);
     for (int c = 0; c < g_.steps; ++c) {
       const int slot = c % 2;
       sp.compute_waits_for_comm();
       if (c + 1 < g_.steps) {
         sp.comm_waits_for_compute();
+        if (rest >= 0) sp.wait_mark(Lane::comm, rest);
         post(c + 1, 1 - slot);
       }
-      const T first = reduce_c ? T(0) : beta;
-      sp.gemm<T>(Op::N, Op::N, mi, nj, step_size(l_, c), alpha, ops[slot].a, ops[slot].lda, ops[slot].b,
-                 ops[slot].ldb, c == 0 ? first : T(1), cp, ldc);
+      const T first = c == 0 ? (reduce_c ? T(0) : beta) : T(1);
+      const StepOperands<T>& o = ops[slot];
+      const index_t kc = step_size(l_, c);
+      if (cut > 0) {  // the first part's product, then the rest's
+        sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+        sp.wait_mark(Lane::compute, rest);
+        sp.gemm<T>(Op::N, Op::N, mi, nj, kc - cut, alpha, o.a + cut * o.lda, o.lda, o.b + cut, o.ldb, T(1), cp, ldc);
+      } else {
+        if (rest >= 0 && (c > 0 || cut == 0)) sp.wait_mark(Lane::compute, rest);
+        sp.gemm<T>(Op::N, Op::N, mi, nj, kc, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+      }
       step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
     }
     if (!reduce_c) return;

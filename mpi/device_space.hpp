@@ -194,7 +194,7 @@ class DeviceSpace {
   // work wait for it. A marker never recorded is no wait.
   // Markers kMarks to kMarks + kRunMarks - 1 belong to the run (run.cpp's streaming), the
   // first kMarks to the algorithm, so neither overwrites a marker the other still waits on.
-  static constexpr int kMarks = 8, kRunMarks = 7;
+  static constexpr int kMarks = 8, kRunMarks = 8;
   virtual void mark(Lane lane, int i) = 0;
   virtual void wait_mark(Lane lane, int i) = 0;
   // Seconds from marker `from` to marker `to` as the GPU ran them (both recorded and done).

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "../cuda/device_info.hpp"
 #include "../node/blas.hpp"
@@ -452,6 +454,10 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
   const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
   const int in_mark = DeviceSpace::kMarks, done_compute = in_mark + 2, done_comm = in_mark + 3;
   const int started = in_mark + 4, first_in = in_mark + 5, ended = in_mark + 6;  // timing only
+  // The first stage in two k-parts (k_prefix): its product starts when the first is in, and the
+  // rest, marked rest_in, comes in under that product (as the later stages' operands do).
+  const int rest_in = in_mark + 7;
+  const std::optional<KPrefix> prefix = o.split_first_stage ? plan.algo(0).k_prefix() : std::nullopt;
   auto ld_of = [](index_t rows) { return std::max<index_t>(rows, 1); };
   const index_t ld_b = ld_of(plan.b.rows());
   // Host and device blocks of stage s's operands: A's row panel, B's column panel, C's block.
@@ -460,18 +466,34 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
     return M.local.data() + plan.c_row0[std::size_t(s / plan.cols)] + plan.c_col0[std::size_t(s % plan.cols)] * M.local.ld();
   };
   auto dev_b = [&](int s) { return dB.as<T>() + plan.b_col0[std::size_t(s % plan.cols)] * ld_b; };
-  auto load = [&](int s) {  // what stage s needs first, marked in_mark + s % 2
+  // Queues stage s's copies: of A its columns [a0, a1), of B its rows [b0, b1) (a row panel's A
+  // comes with its first stage, a column panel's B with the first row's), and C0 where c0.
+  auto load_part = [&](int s, index_t a0, index_t a1, index_t b0, index_t b1, bool c0) {
     const Piece &pa = plan.algo(s).piece_a(), &pb = plan.algo(s).piece_b(), &pc = plan.algo(s).piece_c();
     const int r = s / plan.cols, c = s % plan.cols;
     if (c == 0)
-      sp.upload_async(dA[r % 2].as<T>(), ld_of(pa.rows()), host_a(s, ha), ha.local.ld(), pa.rows(), pa.cols(), sizeof(T));
+      sp.upload_async(dA[r % 2].as<T>() + a0 * ld_of(pa.rows()), ld_of(pa.rows()), host_a(s, ha) + a0 * ha.local.ld(),
+                      ha.local.ld(), pa.rows(), std::min(a1, pa.cols()) - a0, sizeof(T));
     if (r == 0)
-      sp.upload_async(dev_b(s), ld_b, hb.local.data() + plan.b_col0[std::size_t(c)] * hb.local.ld(), hb.local.ld(),
-                      pb.rows(), pb.cols(), sizeof(T));
-    if (keep_c0)
+      sp.upload_async(dev_b(s) + b0, ld_b, hb.local.data() + plan.b_col0[std::size_t(c)] * hb.local.ld() + b0,
+                      hb.local.ld(), std::min(b1, pb.rows()) - b0, pb.cols(), sizeof(T));
+    if (keep_c0 && c0)
       sp.upload_async(dC[s % 2].as<T>(), ld_of(pc.rows()), host_c(s, hc0), hc0.local.ld(), pc.rows(), pc.cols(),
                       sizeof(T));
-    sp.mark(Lane::transfer, in_mark + s % 2);
+  };
+  const index_t all = std::numeric_limits<index_t>::max();
+  auto load = [&](int s) {  // what stage s needs first, marked in_mark + s % 2
+    if (s == 0 && prefix) {
+      load_part(0, 0, prefix->a_cols, 0, prefix->b_rows, true);
+      sp.mark(Lane::transfer, in_mark);
+      sp.mark(Lane::transfer, first_in);
+      load_part(0, prefix->a_cols, all, prefix->b_rows, all, false);
+      sp.mark(Lane::transfer, rest_in);
+    } else {
+      load_part(s, 0, all, 0, all, true);
+      sp.mark(Lane::transfer, in_mark + s % 2);
+      if (s == 0) sp.mark(Lane::transfer, first_in);
+    }
   };
   CommCounters counted;
   std::vector<double> exposed_load, exposed_store;
@@ -483,7 +505,6 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
     const double t0 = MPI_Wtime();
     sp.mark(Lane::transfer, started);
     load(0);
-    sp.mark(Lane::transfer, first_in);
     for (int s = 0; s < S; ++s) {
       DistAlgorithm& algo = plan.algo(s);
       const Piece &pa = algo.piece_a(), &pb = algo.piece_b(), &pc = algo.piece_c();
@@ -498,7 +519,7 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
       const MultiplyCall call{dtype_of<T>(), &alpha,
                               {dA[(s / plan.cols) % 2].as<T>(), pa.rows(), pa.cols(), ld_of(pa.rows())},
                               {dev_b(s), pb.rows(), pb.cols(), ld_b}, &beta, dC[s % 2].as<T>(),
-                              pc.rows(), pc.cols(), ld_of(pc.rows())};
+                              pc.rows(), pc.cols(), ld_of(pc.rows()), s == 0 && prefix ? rest_in : -1};
       algo.multiply_device(sp, call);
       sp.mark(Lane::compute, done_compute), sp.mark(Lane::comm, done_comm);
       sp.wait_mark(Lane::transfer, done_compute), sp.wait_mark(Lane::transfer, done_comm);
@@ -720,8 +741,10 @@ Prepared prepare(const Comm& world, RunSpec o) {
       const CommEstimate e = stream.algo(s).analytic();
       sum.words_max += e.words_max, sum.words_mean += e.words_mean, sum.messages_max += e.messages_max;
     }
+    rec.first_stage_split = o.split_first_stage && stream.algo(0).k_prefix().has_value();
     rec.layout = stream.algos[0]->layout() + "; streamed in " + rec.stage_grid +
-                 " panels of m x n (host link overlapped with the products)";
+                 " panels of m x n (host link overlapped with the products" +
+                 (rec.first_stage_split ? "; the first stage's product begun on its first k-part" : "") + ")";
     rec.analytic_words_max = sum.words_max, rec.analytic_words_mean = sum.words_mean;
     rec.analytic_messages_max = sum.messages_max;
     rec.notes.push_back("streamed: the analytic max words and messages add each stage's busiest rank (a bound of the "
@@ -852,6 +875,7 @@ nlohmann::json to_json(const RunReport& r) {
   j["stages"] = r.stages;
   j["stage_grid"] = r.stage_grid;
   j["exposed_load_seconds"] = r.exposed_load_seconds;
+  j["first_stage_split"] = r.first_stage_split;
   j["exposed_store_seconds"] = r.exposed_store_seconds;
   j["load_seconds"] = r.load_seconds;
   j["store_seconds"] = r.store_seconds;

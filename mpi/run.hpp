@@ -53,6 +53,9 @@ struct RunSpec {
   // stage_cols panels of m and n, each stage's copies overlapping another's product
   // (stream_plan.hpp); 1 x 1: load, multiply and store in turn; 0: automatic (auto_stages).
   int stage_rows = 0, stage_cols = 0;
+  // The first stage's product begins on the first k-part of its operands (the algorithm's
+  // k_prefix) while the rest is still on the host link, where the algorithm can.
+  bool split_first_stage = true;
   AlgoOptions algo_opts;
   EngineOptions engine_opts;
   std::function<void(int done, int total)> progress;  // after each step, on every rank
@@ -97,6 +100,9 @@ struct RunReport {
   int stages = 1;
   double exposed_load_seconds = 0, exposed_store_seconds = 0;
   std::string stage_grid = "1x1";
+  // The first stage's product began on the first k-part of its operands (RunSpec::
+  // split_first_stage): the exposed load is that part's copies.
+  bool first_stage_split = false;
   int engine_levels_run = 0;  // Strassen-like levels the engine ran (max over calls and ranks)
   // Seconds per phase of the algorithm in the last repetition, max and mean over ranks.
   struct Phase {

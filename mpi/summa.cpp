@@ -2,6 +2,8 @@
 // each panel of k, the owner column broadcasts its A panel along process rows and the owner row
 // its B panel along process columns, then every rank accumulates C_ij += A_i,panel B_panel,j.
 // The next panel's broadcasts are posted before the current multiply (double buffering).
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "algorithms.hpp"
@@ -138,6 +140,15 @@ class Summa final : public AlgorithmBase<Summa> {
   // The same on device buffers: the panels broadcast by NCCL (or MPI through host memory) on
   // the comm lane while the previous panel's product runs on the compute lane.
   static constexpr bool kRunsOnDevice = true;
+  // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
+  std::optional<KPrefix> k_prefix() const override {
+    const std::size_t t = first_rest_panel();
+    if (t == 0) return std::nullopt;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t ks = panels_[t].k0;
+    return KPrefix{std::clamp<index_t>(ks - pka_.start(j), 0, pka_.size(j)),
+                   std::clamp<index_t>(ks - pkb_.start(i), 0, pkb_.size(i))};
+  }
   void prepare_device(DeviceSpace& sp) override {
     if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
@@ -192,15 +203,21 @@ class Summa final : public AlgorithmBase<Summa> {
       if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
     };
 
+    // Operands of panels from `rest_from` on (beyond k_prefix) may still be on their way.
+    const int rest = rest_mark();
+    const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
     sp.comm_waits_for_compute();  // the operands are ready
+    if (rest >= 0 && rest_from == 0) sp.wait_mark(Lane::comm, rest);
     post(0, 0);
     for (std::size_t t = 0; t < panels_.size(); ++t) {
       const int slot = static_cast<int>(t % 2);
       sp.compute_waits_for_comm();  // panel t arrived
       if (t + 1 < panels_.size()) {
         sp.comm_waits_for_compute();  // the product that read the other slot (t - 1) is done
+        if (t + 1 == rest_from) sp.wait_mark(Lane::comm, rest);
         post(t + 1, 1 - slot);
       }
+      if (t == rest_from) sp.wait_mark(Lane::compute, rest);  // its owner's operands in place
       const StepOperands<T>& o = ops[slot];
       sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[t].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
                  std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
@@ -222,32 +239,66 @@ class Summa final : public AlgorithmBase<Summa> {
     T* afull = along_rows ? device_buffer<T>(0) : nullptr;
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
-    sp.comm_waits_for_compute();  // the operands are ready
     const int steps = static_cast<int>(panels_.size()) + 1;
-    // A's panels land in place, so their broadcasts go in one group: with NCCL every owner sends
-    // at once (on two GPUs both NVLink directions work, not one after the other).
-    if (along_rows) {
-      for (const Panel& p : panels_)
-        if (j == p.owner_col) sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
-      dev_row_->group_start();
-      for (const Panel& p : panels_) dev_row_->broadcast(afull + p.k0 * mi, mi * p.width, p.owner_col);
-      dev_row_->group_end();
-    }
-    for (std::size_t t = 0; t < panels_.size(); ++t) {
-      const Panel& p = panels_[t];
-      if (along_cols) {
-        if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
-        dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
-        sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+    // Panels [t0, t1) gathered on the comm lane.
+    auto gather = [&](std::size_t t0, std::size_t t1) {
+      // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
+      // sends at once (on two GPUs both NVLink directions work, not one after the other).
+      if (along_rows) {
+        for (std::size_t t = t0; t < t1; ++t)
+          if (const Panel& p = panels_[t]; j == p.owner_col)
+            sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        dev_row_->group_start();
+        for (std::size_t t = t0; t < t1; ++t) dev_row_->broadcast(afull + panels_[t].k0 * mi, mi * panels_[t].width, panels_[t].owner_col);
+        dev_row_->group_end();
       }
-      step_done(static_cast<int>(t + 1), steps);
+      for (std::size_t t = t0; t < t1; ++t) {
+        const Panel& p = panels_[t];
+        if (along_cols) {
+          if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+          dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
+          sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+        }
+        step_done(static_cast<int>(t + 1), steps);
+      }
+    };
+    // The product over k's columns [k0, k0 + kw) (without a row grid A holds every k, without a
+    // column grid B does).
+    const index_t lda = std::max<index_t>(along_rows ? mi : A.ld, 1), ldb = std::max<index_t>(along_cols ? k : B.ld, 1);
+    auto product = [&](index_t k0, index_t kw, T b0) {
+      sp.gemm<T>(Op::N, Op::N, mi, nj, kw, alpha, (along_rows ? afull : A.data) + k0 * lda, lda,
+                 (along_cols ? bfull : B.data) + k0, ldb, b0, C.data, C.ld);
+    };
+    // Operands beyond k_prefix still on their way (a streamed first stage): the product of the
+    // panels before `rest_from` first, while the rest comes in and is gathered.
+    const int rest = rest_mark();
+    const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
+    const bool split = rest_from > 0 && rest_from < panels_.size();
+    sp.comm_waits_for_compute();  // the operands are ready
+    if (rest >= 0 && !split) sp.wait_mark(Lane::comm, rest), sp.wait_mark(Lane::compute, rest);
+    gather(0, split ? rest_from : panels_.size());
+    sp.compute_waits_for_comm();  // those panels arrived
+    if (split) {
+      const index_t ks = panels_[rest_from].k0;
+      product(0, ks, beta);
+      sp.wait_mark(Lane::comm, rest);
+      gather(rest_from, panels_.size());
+      sp.compute_waits_for_comm();
+      sp.wait_mark(Lane::compute, rest);
+      product(ks, k - ks, T(1));
+    } else {
+      product(0, k, beta);
     }
-    sp.compute_waits_for_comm();  // every panel arrived
-    const T* a = along_rows ? afull : A.data;
-    const T* b = along_cols ? bfull : B.data;
-    sp.gemm<T>(Op::N, Op::N, mi, nj, k, alpha, a, std::max<index_t>(along_rows ? mi : A.ld, 1), b,
-               std::max<index_t>(along_cols ? k : B.ld, 1), beta, C.data, C.ld);
     step_done(steps, steps);
+  }
+
+  // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
+  // k (panels never straddle an owner block); 0 where there is one panel.
+  std::size_t first_rest_panel() const {
+    std::size_t best = 0;
+    for (std::size_t t = 1; t < panels_.size(); ++t)
+      if (best == 0 || std::abs(2 * panels_[t].k0 - s_.k) < std::abs(2 * panels_[best].k0 - s_.k)) best = t;
+    return best;
   }
 
   GemmShape s_;

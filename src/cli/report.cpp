@@ -63,7 +63,8 @@ void print_report(const RunReport& r, std::ostream& os) {
   if (r.stages > 1)
     row("streamed", std::to_string(r.stages) + " stages (" + r.stage_grid + " panels of m x n): each time above is host "
                     "to host (inputs onto the GPUs, product, C back), the copies overlapping the products; "
-                    "not overlapped: the first stage's inputs " + sci(r.exposed_load_seconds) + " s, the last stage's C " +
+                    "not overlapped: the first stage's " + (r.first_stage_split ? "first k-part " : "inputs ") +
+                    sci(r.exposed_load_seconds) + " s, the last stage's C " +
                     sci(r.exposed_store_seconds) + " s");
   else if (r.load_seconds > 0)
     row("load / store", sci(r.load_seconds) + " s / " + sci(r.store_seconds) +

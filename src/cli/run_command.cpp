@@ -158,6 +158,9 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "through the GPUs, each stage's copies overlapping another's product; 1: load, multiply and store in "
                  "turn; auto: m and n each cut in two where at least 8192, else 1")
       ->capture_default_str();
+  run.add_flag("--whole-first-stage", o.whole_first_stage,
+               "Streamed runs: load the first stage's operands whole before its product (default: the product "
+               "begins on the first part of k while the rest comes in, where the algorithm can)");
   run.add_flag("--allow-nonfinite", s.allow_nonfinite,
                "Multiply inputs holding NaN or Inf (else an error naming the first); verified by position");
 }
@@ -245,9 +248,10 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   for (const char* f : {"--host-staged", "--from-host"})
     only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack,
               "to the GPU engines (cublas, gpu-*), not " + engine);
-  only_with(o, "--stages", e.memory == Memory::device && s.algo != Algorithm::scalapack && !s.host_staged &&
-                              (s.inputs_from_host || !s.a_path.empty()),
-            "to GPU engines with host inputs (--from-host, or --a/--b files), without --host-staged");
+  for (const char* f : {"--stages", "--whole-first-stage"})
+    only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack && !s.host_staged &&
+                        (s.inputs_from_host || !s.a_path.empty()),
+              "to GPU engines with host inputs (--from-host, or --a/--b files), without --host-staged");
   if (s.host_staged && s.inputs_from_host)
     throw UsageError("--from-host is for device-resident runs and --host-staged keeps the blocks in host memory: "
                      "give one of them");
@@ -309,6 +313,7 @@ RunSpec to_spec(const RunCommandOptions& o) {
     s.stage_rows = g[0];
     s.stage_cols = g.size() == 2 ? g[1] : 1;
   }
+  s.split_first_stage = !o.whole_first_stage;
   s.algo_opts.strassen_like_ok = true;  // the report and the tolerance say what ran
   s.alpha = parse_scalar(o.alpha, "--alpha");
   s.beta = parse_scalar(o.beta, "--beta");

@@ -17,7 +17,7 @@ struct RunCommandOptions {
   std::string levels = "auto", mem_limit, caps_steps, formula = "auto", stages = "auto", cuboid_grid;
   std::string alpha = "1", beta = "0", transa = "N", transb = "N";
   std::string json;
-  bool quiet = false;
+  bool quiet = false, whole_first_stage = false;
   const CLI::App* app = nullptr;  // the parsed subcommand: which options the user gave
   bool given(const std::string& flag) const { return app && app->count(flag) > 0; }
 };

@@ -218,6 +218,72 @@ TEST(DeviceRun, TooLargeForTheGpuIsAClearErrorOnEveryRank) {
 // with a device path, panels of m, of n and of both (odd sizes), beta != 0 (C0 comes in with each
 // stage), exact on integer inputs, the words the stages' layouts count, and from .npy files the
 // product written to --out equal to the unstreamed run's, byte for byte.
+// The first stage's product begun on the first k-part of its operands while the rest comes in
+// (RunSpec::split_first_stage, k_prefix): SUMMA's whole-k product and its panel loop, cuboid
+// with one k-step (cut in two products) and with several (gathers between them), on odd k
+// (1 included: an empty first part), beta != 0 (C0 with the first part); exact, and the same
+// words as loading the stage whole.
+TEST(DeviceRun, StreamedFirstStageInKParts) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
+  const int P = world_size();
+  struct Config {
+    std::string name, algo, engine;
+    AlgoOptions opts;
+  };
+  std::vector<Config> configs;
+  AlgoOptions narrow;
+  narrow.panel = 7;  // the panel loop, several panels on every grid
+  configs.push_back({"summa (whole k)", "summa", "gpu-winograd", {}});
+  configs.push_back({"summa (panels)", "summa", "cublas", narrow});
+  AlgoOptions k_only, k_steps, m_steps;
+  k_only.cuboid_grid = {1, 1, P};  // one k-step, nothing gathered: cut in two products
+  k_steps.cuboid_grid = {1, 1, P}, k_steps.cuboid_steps = 3;
+  m_steps.cuboid_grid = {1, P, 1}, m_steps.cuboid_steps = 2;  // A gathered per k-step
+  configs.push_back({"cuboid 1x1xP", "cuboid", "gpu-winograd", k_only});
+  configs.push_back({"cuboid 1x1xP, 3 k-steps", "cuboid", "cublas", k_steps});
+  configs.push_back({"cuboid 1xPx1, 2 k-steps", "cuboid", "cublas", m_steps});
+  for (const Config& cf : configs)
+    for (const Case& c : {Case{37, 29, 41}, Case{6, 9, 1}, Case{13, 8, 2}, Case{64, 1, 97}})
+      for (bool split : {true, false}) {
+        if (!split && c.m != 37) continue;  // loaded whole: one shape (each run makes its NCCL communicators)
+        RunSpec s;
+        s.algo_opts = cf.opts;
+        s.m = c.m, s.n = c.n, s.k = c.k;
+        s.dtype = Dtype::f64;
+        s.algo = *parse_algorithm(cf.algo);
+        s.engine = &engine_info(cf.engine);
+        s.fill = Fill::integer;
+        s.verify = Verify::full;
+        s.alpha = 2.0, s.beta = -3.0;
+        s.repeat = 2;
+        s.threads = 1;
+        s.inputs_from_host = true;
+        s.stage_rows = 2, s.stage_cols = 1;
+        s.split_first_stage = split;
+        s.engine_opts.levels = 1;
+        s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
+        const std::string what = cf.name + (split ? " split " : " whole ") + std::to_string(c.m) + "x" +
+                                 std::to_string(c.n) + "x" + std::to_string(c.k) + " P=" + std::to_string(P);
+        if (std::getenv("DISTMM_TEST_PROGRESS")) std::fprintf(stderr, "[%d] %s\n", Comm::world().rank(), what.c_str());
+        RunReport r;
+        try {
+          r = run(Comm::world(), s);
+        } catch (const UsageError& e) {
+          ADD_FAILURE() << what << ": " << e.what();
+          continue;
+        }
+        EXPECT_TRUE(r.passed) << what;
+        EXPECT_EQ(r.max_abs, 0.0) << what;
+        EXPECT_DOUBLE_EQ(r.words_mean, r.analytic_words_mean) << what;
+        EXPECT_EQ(r.stages, 2) << what << ": " << r.layout;
+        // split wherever a first k-part exists: cuboid always; SUMMA where k has two panels or
+        // more (owner blocks on more than one rank, or 7 wide)
+        const bool parts = cf.algo == "cuboid" || (P > 1 ? c.k > 1 : cf.opts.panel > 0 && c.k > 7);
+        EXPECT_EQ(r.first_stage_split, split && parts) << what << ": " << r.layout;
+        EXPECT_GE(r.exposed_load_seconds, 0.0) << what;
+      }
+}
+
 TEST(DeviceRun, StreamedHostInputsInRowPanels) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const int P = world_size();
