@@ -153,11 +153,11 @@ Verify check_inputs(const RunSpec& o, const Comm& world, const DistMatrix<T>& A,
 
 // Phase times (max and mean over ranks, same names on every rank) and the measured
 // communication of the last repetition.
-void collect_measurements(const Comm& world, const DistAlgorithm& algo, const CommCounters& counted,
-                          RunReport& rec) {
+// Phase seconds `t` (of `names`) of the last repetition and its measured communication: max
+// and mean over ranks.
+void collect_measurements(const Comm& world, const std::vector<std::string>& names, std::vector<double> t,
+                          const CommCounters& counted, RunReport& rec) {
   {
-    std::vector<double> t = algo.phase_seconds();
-    const std::vector<std::string> names = algo.phase_names();
     t.resize(names.size(), 0.0);
     std::vector<double> mx = t, sum = t;
     if (!t.empty()) {
@@ -173,6 +173,10 @@ void collect_measurements(const Comm& world, const DistAlgorithm& algo, const Co
   MPI_Allreduce(mine, mx, 2, MPI_DOUBLE, MPI_MAX, world.get());
   rec.words_max = mx[0], rec.messages_max = mx[1];
   rec.words_mean = sum[0] / world.size(), rec.messages_mean = sum[1] / world.size();
+}
+void collect_measurements(const Comm& world, const DistAlgorithm& algo, const CommCounters& counted,
+                          RunReport& rec) {
+  collect_measurements(world, algo.phase_names(), algo.phase_seconds(), counted, rec);
 }
 
 // The tolerance follows what ran: the engine's levels on every rank (the largest counts) and
@@ -497,6 +501,7 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
   };
   CommCounters counted;
   std::vector<double> exposed_load, exposed_store;
+  std::vector<double> phases(plan.algo(0).phase_names().size(), 0.0);
   for (int rep = -o.warmup; rep < o.repeat; ++rep) {
     comm_counters() = CommCounters{};
     if (o.repetition_started) o.repetition_started();
@@ -521,6 +526,9 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
                               {dev_b(s), pb.rows(), pb.cols(), ld_b}, &beta, dC[s % 2].as<T>(),
                               pc.rows(), pc.cols(), ld_of(pc.rows()), s == 0 && prefix ? rest_in : -1};
       algo.multiply_device(sp, call);
+      if (rep == o.repeat - 1)  // every stage's phases (the stages' algorithms are of one kind)
+        for (std::size_t i = 0; i < std::min(phases.size(), algo.phase_seconds().size()); ++i)
+          phases[i] += algo.phase_seconds()[i];
       sp.mark(Lane::compute, done_compute), sp.mark(Lane::comm, done_comm);
       sp.wait_mark(Lane::transfer, done_compute), sp.wait_mark(Lane::transfer, done_comm);
       sp.download_async(host_c(s, hC), hC.local.ld(), dC[s % 2].as<T>(), ld_of(pc.rows()), pc.rows(), pc.cols(),
@@ -540,7 +548,7 @@ void run_typed_streamed(const RunSpec& o, const Comm& world, const StreamPlan& p
   rec.exposed_load_seconds = world.allreduce_max_uncounted(median(exposed_load));
   rec.exposed_store_seconds = world.allreduce_max_uncounted(median(exposed_store));
   pins.clear();
-  collect_measurements(world, plan.algo(0), counted, rec);
+  collect_measurements(world, plan.algo(0).phase_names(), phases, counted, rec);
   const double growth = error_growth(world, plan.algo(0), engine, rec);
   verify_and_write(o, world, verify, ha, hb, hC, keep_c0 ? &hc0 : nullptr, alpha, beta, growth, rec, out);
 }
@@ -740,15 +748,19 @@ Prepared prepare(const Comm& world, RunSpec o) {
     for (int s = 0; s < stream.stages(); ++s) {
       const CommEstimate e = stream.algo(s).analytic();
       sum.words_max += e.words_max, sum.words_mean += e.words_mean, sum.messages_max += e.messages_max;
+      sum.flops_max += e.flops_max;
     }
+    est.flops_max = sum.flops_max;
     rec.first_stage_split = o.split_first_stage && stream.algo(0).k_prefix().has_value();
     rec.layout = stream.algos[0]->layout() + "; streamed in " + rec.stage_grid +
                  " panels of m x n (host link overlapped with the products" +
                  (rec.first_stage_split ? "; the first stage's product begun on its first k-part" : "") + ")";
     rec.analytic_words_max = sum.words_max, rec.analytic_words_mean = sum.words_mean;
     rec.analytic_messages_max = sum.messages_max;
-    rec.notes.push_back("streamed: the analytic max words and messages add each stage's busiest rank (a bound of the "
-                        "busiest rank's total; the means add exactly)");
+    rec.notes.push_back("streamed: the analytic max words, messages and flops add each stage's busiest rank (a bound "
+                        "of the busiest rank's total; the means add exactly), and the phases every stage's");
+    if (!rec.selection.empty())
+      rec.selection += "; streamed: each stage's " + rec.algo + " laid out for the stage's own shape (the layout row)";
   } else if (!stream.why_one.empty()) {
     rec.notes.push_back("not streamed (one stage: load, multiply, store in turn): " + stream.why_one);
   }
