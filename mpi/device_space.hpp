@@ -136,6 +136,8 @@ class DeviceSpace {
   virtual ~DeviceSpace() = default;
   // How ranks exchange device buffers: "NCCL 2.28.3" or "MPI through host memory (why)".
   virtual std::string transport() const = 0;
+  // True for the host emulation (make_emulated_device_space), for what the report says.
+  virtual bool emulated() const { return false; }
 
   virtual DeviceBlock alloc(std::size_t bytes) = 0;  // zero-filled
   template <class T>
@@ -300,6 +302,10 @@ struct StepOperands {
 // ranks_sharing_gpu, is 1, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
 // distmm was built without CUDA.
 std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world, int ranks_per_gpu);
+// An emulated device (device_space_host.cpp): the same interface over host memory and a host
+// engine, every lane's work done at once; free_bytes() gives `free_bytes`. For testing the
+// device paths where no GPU is (RunSpec::emulate_device).
+std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes);
 // The most ranks of `world` that share one GPU (the current device of each rank, by host and
 // PCI bus); collective. 1 without CUDA.
 int ranks_sharing_gpu(const Comm& world);

@@ -589,7 +589,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
                                              [&](Dtype d) { return einfo.dtypes.contains(d); })));
   const int P = world.size();
   // A GPU engine keeps the blocks on its GPU for the whole run, unless asked to stage them.
-  const bool on_gpu = engine_used && einfo.memory == Memory::device && !o.host_staged;
+  if (o.emulate_device && (!engine_used || einfo.memory == Memory::device || o.host_staged))
+    throw UsageError("an emulated device runs a host engine's products (e.g. --engine blas or winograd) through the "
+                     "device path; not " + (engine_used ? einfo.name : std::string("scalapack")) +
+                     (o.host_staged ? " with --host-staged" : ""));
+  const bool on_gpu = engine_used && ((einfo.memory == Memory::device && !o.host_staged) || o.emulate_device);
 
   // Refuse what cannot fit before anything is allocated, on every rank alike.
   const std::size_t budget =
@@ -620,14 +624,16 @@ Prepared prepare(const Comm& world, RunSpec o) {
     o.algo_opts.device_resident = true;
     // The least free memory of any rank, so that every rank plans alike (SUMMA's panel width,
     // CAPS's steps, cuboid's grid depend on it).
-    const double free_min = -world.allreduce_max_uncounted(-double(engine->device_free_bytes()));
+    const double free_min =
+        -world.allreduce_max_uncounted(-double(o.emulate_device ? budget : engine->device_free_bytes()));
     const double left = device_share(free_min) - operands;
     o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
   }
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
-    space = make_device_space(*engine, world, int(ranks_per_gpu));  // collective
+    space = o.emulate_device ? make_emulated_device_space(*engine, budget)
+                             : make_device_space(*engine, world, int(ranks_per_gpu));  // collective
   }
 
   // Host inputs on GPUs: streamed in panels (--stages; automatic: auto_stages) where the stages'
@@ -731,7 +737,8 @@ Prepared prepare(const Comm& world, RunSpec o) {
   rec.output = o.out_path;
   rec.peak_bytes = peak;
   rec.from_host = space && o.inputs_from_host;
-  if (space) rec.residency = "device (A, B, C on each rank's GPU; between GPUs: " + space->transport() + ")";
+  if (space && space->emulated()) rec.residency = "emulated device (the device path on host memory; between ranks: " + space->transport() + ")";
+  else if (space) rec.residency = "device (A, B, C on each rank's GPU; between GPUs: " + space->transport() + ")";
   else if (engine_used && einfo.memory == Memory::device)
     rec.residency = o.host_staged ? "host-staged (--host-staged)"
                                   : "host-staged (" + algo->name() + " has no device-resident multiply yet)";

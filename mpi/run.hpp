@@ -56,6 +56,10 @@ struct RunSpec {
   // The first stage's product begins on the first k-part of its operands (the algorithm's
   // k_prefix) while the rest is still on the host link, where the algorithm can.
   bool split_first_stage = true;
+  // A host engine's run through the device-resident (and, with host inputs, streamed) path on
+  // an emulated device over host memory (make_emulated_device_space): tests those paths
+  // without a GPU. Not for timing.
+  bool emulate_device = false;
   AlgoOptions algo_opts;
   EngineOptions engine_opts;
   std::function<void(int done, int total)> progress;  // after each step, on every rank

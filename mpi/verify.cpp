@@ -158,7 +158,7 @@ VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix&
   };
   VerifyResult res = freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec,
                                   normwise, max_abs);
-  res.method = "freivalds (on the GPU)";
+  res.method = space.emulated() ? "freivalds (on the emulated device)" : "freivalds (on the GPU)";
   return res;
 }
 

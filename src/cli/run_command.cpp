@@ -158,6 +158,9 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "through the GPUs, each stage's copies overlapping another's product; 1: load, multiply and store in "
                  "turn; auto: m and n each cut in two where at least 8192, else 1")
       ->capture_default_str();
+  run.add_flag("--emulate-device", s.emulate_device,
+               "Testing without a GPU: run a host engine's products (blas, winograd, ...) through the device-resident "
+               "path, and with host inputs the streamed one, on an emulated device in host memory; not for timing");
   run.add_flag("--whole-first-stage", o.whole_first_stage,
                "Streamed runs: load the first stage's operands whole before its product (default: the product "
                "begins on the first part of k while the rest comes in, where the algorithm can)");
@@ -245,12 +248,13 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   for (const char* f : {"--tau1", "--tau2", "--gpu-streams"})
     only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-*-ozaki), not " + engine);
   only_with(o, "--moduli", e.emulated, "to the INT8-emulated GPU engines (gpu-ozaki, gpu-strassen-ozaki, gpu-winograd-ozaki), not " + engine);
-  for (const char* f : {"--host-staged", "--from-host"})
-    only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack,
-              "to the GPU engines (cublas, gpu-*), not " + engine);
+  only_with(o, "--host-staged", e.memory == Memory::device && s.algo != Algorithm::scalapack,
+            "to the GPU engines (cublas, gpu-*), not " + engine);
+  only_with(o, "--from-host", (e.memory == Memory::device || s.emulate_device) && s.algo != Algorithm::scalapack,
+            "to the GPU engines (cublas, gpu-*) or --emulate-device, not " + engine);
   for (const char* f : {"--stages", "--whole-first-stage"})
-    only_with(o, f, e.memory == Memory::device && s.algo != Algorithm::scalapack && !s.host_staged &&
-                        (s.inputs_from_host || !s.a_path.empty()),
+    only_with(o, f, (e.memory == Memory::device || s.emulate_device) && s.algo != Algorithm::scalapack &&
+                        !s.host_staged && (s.inputs_from_host || !s.a_path.empty()),
               "to GPU engines with host inputs (--from-host, or --a/--b files), without --host-staged");
   if (s.host_staged && s.inputs_from_host)
     throw UsageError("--from-host is for device-resident runs and --host-staged keeps the blocks in host memory: "

@@ -158,6 +158,18 @@ for g in "3 1x1x3 37 5 101" "4 1x2x2 13 29 7" "4 2x1x1 1 17 9"; do
   else bad "cuboid --cuboid-grid $2 on $3x$4x$5: $(cat "$tmp/out")"; fi
 done
 
+# The device path without a GPU (--emulate-device): host inputs streamed in 2x2 stages, the
+# first stage's product begun on its first k-part, and loaded whole; verified in full.
+for extra in "" "--whole-first-stage"; do
+  if "$mpiexec" -n 3 --oversubscribe "$bin" run --algo cuboid --cuboid-grid 1x1x3 --engine winograd --emulate-device --from-host \
+       --stages 2x2 --m 67 --n 45 --k 31 --beta 2 --threads 1 --verify full $extra >"$tmp/out" 2>&1 &&
+     grep -q "residency *emulated device" "$tmp/out" && grep -q "streamed *4 stages" "$tmp/out" &&
+     grep -q "full: PASSED" "$tmp/out" &&
+     { [ -n "$extra" ] || grep -q "first stage's product begun on its first k-part" "$tmp/out"; }; then
+    ok "--emulate-device streamed ${extra:-split}"
+  else bad "--emulate-device streamed ${extra:-split}: $(cat "$tmp/out")"; fi
+done
+
 # Phase times per rank: CAPS per level (sums, exchanges, combination), cuboid's gathers and
 # reduction, in the report and the JSON line.
 rm -f "$tmp/ph.json"

@@ -97,6 +97,8 @@ with tempfile.TemporaryDirectory() as d:
             (["--engine", "winograd", "--host-staged"], "--host-staged applies only to the GPU engines"),
             (["--stages", "2"], "--stages applies only to GPU engines with host inputs"),
             (["--whole-first-stage"], "--whole-first-stage applies only to GPU engines with host inputs"),
+            (["--engine", "cublas", "--emulate-device"], "an emulated device runs a host engine's products"),
+            (["--algo", "scalapack", "--emulate-device"], "an emulated device runs a host engine's products"),
             (["--engine", "cublas", "--host-staged", "--whole-first-stage"],
              "--whole-first-stage applies only to GPU engines with host inputs"),
             (["--engine", "cublas", "--from-host", "--stages", "2x"], "--stages '2x' is not R or RxC"),

@@ -3,7 +3,8 @@
 // host memory), verifies on the GPU (Freivalds) or gathers C back (full check), and times the
 // load and store apart. Integer-valued inputs make the full check exact; odd shapes, every dtype,
 // beta != 0 with a random C0, and a plan too large for the GPU (a clear error on every rank).
-// Skipped, visibly, without a GPU.
+// Without a GPU the device paths run on an emulated device (host memory and the GPU engines'
+// host twins, blas and winograd); what needs a real GPU is skipped, visibly.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -37,6 +38,14 @@ int world_size() {
   return P;
 }
 
+// Without a GPU the device paths run on an emulated device (host memory, every lane in turn)
+// with the GPU engine's host twin: the same algorithms' device code, checked in CI.
+bool emulated() { return gpu_count() == 0; }
+void on_device(RunSpec& s, const std::string& gpu_engine) {
+  s.engine = &engine_info(!emulated() ? gpu_engine : gpu_engine == "cublas" ? "blas" : "winograd");
+  if (emulated()) s.emulate_device = true, s.mem_limit = std::size_t(1) << 30;
+}
+
 RunReport run_case(const std::string& algo, const std::string& engine, Dtype dt, Case c, Verify v,
                    std::complex<double> beta = 0.0, bool host_staged = false, AlgoOptions ao = {}) {
   RunSpec s;
@@ -44,7 +53,7 @@ RunReport run_case(const std::string& algo, const std::string& engine, Dtype dt,
   s.m = c.m, s.n = c.n, s.k = c.k;
   s.dtype = dt;
   s.algo = *parse_algorithm(algo);
-  s.engine = &engine_info(engine);
+  on_device(s, engine);
   s.fill = Fill::integer;
   s.verify = v;
   s.alpha = is_complex(dt) ? std::complex<double>(2, -1) : 2.0;
@@ -60,7 +69,6 @@ RunReport run_case(const std::string& algo, const std::string& engine, Dtype dt,
 }  // namespace
 
 TEST(DeviceRun, ExactOnEveryShapeDtypeAndEngine) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible (" << gpu_summary() << "): device-resident runs not run";
   const int P = world_size();
   std::vector<std::string> algos{"summa", "cuboid", "auto"};
   for (int q = 1; q * q <= P; ++q)
@@ -76,18 +84,17 @@ TEST(DeviceRun, ExactOnEveryShapeDtypeAndEngine) {
           RunReport r = run_case(algo, engine, dt, c, Verify::full, is_complex(dt) ? std::complex<double>(1, 1) : 3.0);
           EXPECT_TRUE(r.passed) << what;
           EXPECT_EQ(r.max_abs, 0.0) << what;
-          EXPECT_EQ(r.residency.rfind("device", 0), 0u) << what << ": " << r.residency;
+          EXPECT_EQ(r.residency.rfind(emulated() ? "emulated device" : "device", 0), 0u) << what << ": " << r.residency;
           EXPECT_EQ(r.words_max, r.analytic_words_max) << what << ": words counted as the layout's";
           RunReport f = run_case(algo, engine, dt, c, Verify::freivalds);
           EXPECT_TRUE(f.passed) << what << " (Freivalds on the GPU)";
-          EXPECT_EQ(f.verify, "freivalds (on the GPU)") << what;
+          EXPECT_EQ(f.verify, emulated() ? "freivalds (on the emulated device)" : "freivalds (on the GPU)") << what;
         }
 }
 
 // Every cuboid grid of P ranks (uneven parts travel padded through NCCL's equal-part
 // collectives), with one and with three sequential k-steps.
 TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const int P = world_size();
   for (int pm = 1; pm <= P; ++pm)
     for (int pn = 1; pm * pn <= P; ++pn) {
@@ -127,12 +134,12 @@ TEST(DeviceRun, DeviceAndHostStagedRunsBothVerifyAndReportTheirTransfers) {
 // Freivalds' check on device blocks fails on a C with one wrong entry, on whichever rank holds
 // it, and passes on the right one.
 TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const Comm world = Comm::world();
   EngineOptions eo;
   eo.device = node_local_rank();
-  auto engine = make_engine("cublas", eo);
-  auto space = make_device_space(*engine, world, ranks_sharing_gpu(world));
+  auto engine = make_engine(emulated() ? "blas" : "cublas", eo);
+  auto space = emulated() ? make_emulated_device_space(*engine, std::size_t(1) << 30)
+                          : make_device_space(*engine, world, ranks_sharing_gpu(world));
   ASSERT_TRUE(space);
   const index_t m = 37, n = 41, k = 29;
   const int P = world.size(), r = world.rank();
@@ -169,7 +176,6 @@ TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
 // rank count allows, exact on integer inputs (real and complex), and the same words as the
 // layout's count.
 TEST(DeviceRun, CapsOnEveryStepSequenceAndFormula) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   int ran = 0;
   for (const char* steps : {"D", "DD", "B", "BD", "DB", "X", "XX", "XXX", "DX", "BX", "BXX"})
     for (const BilinearFormula* f : {&kStrassenFormula, &kWinogradFormula})
@@ -191,7 +197,7 @@ TEST(DeviceRun, CapsOnEveryStepSequenceAndFormula) {
                                  " P=" + std::to_string(world_size());
         EXPECT_TRUE(r.passed) << what;
         EXPECT_EQ(r.max_abs, 0.0) << what;
-        EXPECT_EQ(r.residency.rfind("device", 0), 0u) << what << ": " << r.residency;
+        EXPECT_EQ(r.residency.rfind(emulated() ? "emulated device" : "device", 0), 0u) << what << ": " << r.residency;
         EXPECT_EQ(r.words_max, r.analytic_words_max) << what;
       }
   if (ran == 0) GTEST_SKIP() << "caps does not run on " << world_size() << " ranks";
@@ -224,7 +230,6 @@ TEST(DeviceRun, TooLargeForTheGpuIsAClearErrorOnEveryRank) {
 // (1 included: an empty first part), beta != 0 (C0 with the first part); exact, and the same
 // words as loading the stage whole.
 TEST(DeviceRun, StreamedFirstStageInKParts) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const int P = world_size();
   struct Config {
     std::string name, algo, engine;
@@ -251,7 +256,7 @@ TEST(DeviceRun, StreamedFirstStageInKParts) {
         s.m = c.m, s.n = c.n, s.k = c.k;
         s.dtype = Dtype::f64;
         s.algo = *parse_algorithm(cf.algo);
-        s.engine = &engine_info(cf.engine);
+        on_device(s, cf.engine);
         s.fill = Fill::integer;
         s.verify = Verify::full;
         s.alpha = 2.0, s.beta = -3.0;
@@ -285,7 +290,6 @@ TEST(DeviceRun, StreamedFirstStageInKParts) {
 }
 
 TEST(DeviceRun, StreamedHostInputsInRowPanels) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const int P = world_size();
   std::vector<std::string> algos{"summa", "cuboid"};
   for (int q = 1; q * q <= P; ++q)
@@ -308,7 +312,7 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
           s.m = c.m, s.n = c.n, s.k = c.k;
           s.dtype = dt;
           s.algo = *parse_algorithm(algo);
-          s.engine = &engine_info(algo == "caps" ? "cublas" : "gpu-winograd");
+          on_device(s, algo == "caps" ? "cublas" : "gpu-winograd");
           s.fill = Fill::integer;
           s.verify = Verify::full;
           s.alpha = 2.0;
@@ -381,7 +385,7 @@ TEST(DeviceRun, StreamedHostInputsInRowPanels) {
     s.m = m, s.n = n, s.k = k;
     s.a_path = dir + "/a.npy", s.b_path = dir + "/b.npy";
     s.algo = Algorithm::summa;
-    s.engine = &engine_info("cublas");
+    on_device(s, "cublas");
     s.verify = Verify::full;
     s.stage_rows = g.rows, s.stage_cols = g.cols;
     s.out_path = path;
