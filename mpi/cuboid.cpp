@@ -79,6 +79,8 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   // The first k-step's slices; one step alone (where nothing is gathered) is cut at half its k.
   std::optional<KPrefix> k_prefix() const override {
     if (g_.steps == 1 && (g_.pm > 1 || g_.pn > 1)) return std::nullopt;  // the gathers need the whole k
+    // none where the first part is empty on every rank (k at most 1 per layer)
+    if ((g_.steps > 1 ? share(pk_.max_size(), g_.steps, 0) : pk_.max_size() / 2) == 0) return std::nullopt;
     if (!active_) return KPrefix{};
     const index_t kc = g_.steps > 1 ? step_size(l_, 0) : pk_.size(l_) / 2;
     return KPrefix{share(kc, g_.pn, j_), kc};

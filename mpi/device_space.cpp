@@ -289,14 +289,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyDeviceToDevice, stream(lane));
   }
   void gemm(const GemmCall& call) override {
-    if (call.m <= 0 || call.n <= 0) return;
-    if (call.k > 0) return gemm_.gemm_device_call(call);
-    // k = 0 only scales C (a rank holding no k, e.g. cuboid's pk > k): its empty blocks' leading
-    // dimensions (1) are below what cuBLAS checks even then
-    GemmCall c = call;
-    c.lda = std::max<index_t>(c.lda, c.ta == Op::N ? c.m : 1);
-    c.ldb = std::max<index_t>(c.ldb, c.tb == Op::N ? 1 : c.n);
-    gemm_.gemm_device_call(c);
+    if (call.m > 0 && call.n > 0) gemm_.gemm_device_call(with_checked_lds(call));
   }
   void comm_waits_for_compute() override {
     cuda_check(cudaEventRecord(to_comm_->get(), gemm_.stream()), "event");

@@ -287,6 +287,16 @@ struct DeviceDistMatrix {
   }
 };
 
+// A k = 0 product only scales C (a rank holding no k, e.g. cuboid's pk > k), but its empty
+// blocks' leading dimensions (1) are below what BLAS and cuBLAS check even then: raised here.
+inline GemmCall with_checked_lds(GemmCall c) {
+  if (c.k == 0) {
+    c.lda = std::max<index_t>(c.lda, c.ta == Op::N ? c.m : 1);
+    c.ldb = std::max<index_t>(c.ldb, c.tb == Op::N ? 1 : c.n);
+  }
+  return c;
+}
+
 // One step's operands of a device-resident product (blocks and their leading dimensions): the
 // double-buffered steps of SUMMA and cuboid keep two.
 template <class T>

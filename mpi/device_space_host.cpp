@@ -144,7 +144,7 @@ class HostDeviceSpace final : public DeviceSpace {
     if (bytes > 0) std::memset(p, 0, bytes);
   }
   void gemm(const GemmCall& call) override {
-    if (call.m > 0 && call.n > 0) engine_.gemm_call(call);
+    if (call.m > 0 && call.n > 0) engine_.gemm_call(with_checked_lds(call));
   }
   void comm_waits_for_compute() override {}
   void compute_waits_for_comm() override {}

@@ -619,20 +619,25 @@ Prepared prepare(const Comm& world, RunSpec o) {
   // (NCCL's buffers, cuBLAS handles): 512 MiB and 5% of the rank's share.
   const bool gpu_engine = engine_used && einfo.memory == Memory::device;
   const double ranks_per_gpu = gpu_engine ? ranks_sharing_gpu(world) : 1;  // collective
-  auto device_share = [&](double free) { return free / ranks_per_gpu * 0.95 - double(512 << 20); };
+  // An emulated device's memory is the rank's host budget less the host's own copies of the
+  // operands (inputs from the host, C back), and needs no margin.
+  const double emulated_free = std::max(double(budget) - operands, 0.0);
+  auto device_share = [&](double free) {
+    return o.emulate_device ? free : free / ranks_per_gpu * 0.95 - double(512 << 20);
+  };
   if (on_gpu) {
     o.algo_opts.device_resident = true;
     // The least free memory of any rank, so that every rank plans alike (SUMMA's panel width,
     // CAPS's steps, cuboid's grid depend on it).
     const double free_min =
-        -world.allreduce_max_uncounted(-double(o.emulate_device ? budget : engine->device_free_bytes()));
+        -world.allreduce_max_uncounted(-(o.emulate_device ? emulated_free : double(engine->device_free_bytes())));
     const double left = device_share(free_min) - operands;
     o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
   }
   auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
-    space = o.emulate_device ? make_emulated_device_space(*engine, budget)
+    space = o.emulate_device ? make_emulated_device_space(*engine, std::size_t(emulated_free))
                              : make_device_space(*engine, world, int(ranks_per_gpu));  // collective
   }
 
@@ -681,6 +686,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
         need = stream_need;  // what the streamed run allocates
       }
     }
+    if (need > free_min && o.emulate_device)
+      throw UsageError("the emulated device run needs about " + format_bytes(need) + " per rank besides the host's " +
+                       format_bytes(operands) + " (" + algo->name() + ", " + engine->name() + ") but " +
+                       format_bytes(std::max(free_min, 0.0)) + " is left of " + format_bytes(double(budget)) +
+                       " per rank: use more ranks, smaller sizes or a larger --mem-limit");
     if (need > free_min)
       throw UsageError("the device-resident run needs about " + format_bytes(need) + " of GPU memory per rank (" +
                        algo->name() + ", " + engine->name() + ") but " + format_bytes(std::max(free_min, 0.0)) +

@@ -100,7 +100,9 @@ struct RunReport {
   // not reported apart; what no product hides is reported instead: the first stage's inputs
   // (exposed load) and, after the last product, the last stage's C (exposed store). A later
   // stage whose copies outlast the product before it waits too, uncounted here (the link
-  // keeps up at the sizes of docs/performance.md). Medians over the repetitions, max over ranks.
+  // keeps up at the sizes of docs/performance.md), as does, with the first stage split
+  // (first_stage_split), a first product that outlasts its first part's product waiting for
+  // the rest. Medians over the repetitions, max over ranks.
   int stages = 1;
   double exposed_load_seconds = 0, exposed_store_seconds = 0;
   std::string stage_grid = "1x1";

@@ -99,6 +99,7 @@ with tempfile.TemporaryDirectory() as d:
             (["--whole-first-stage"], "--whole-first-stage applies only to GPU engines with host inputs"),
             (["--engine", "cublas", "--emulate-device"], "an emulated device runs a host engine's products"),
             (["--algo", "scalapack", "--emulate-device"], "an emulated device runs a host engine's products"),
+            (["--emulate-device", "--size", "6000", "--mem-limit", "300M"], "the emulated device run needs about"),
             (["--engine", "cublas", "--host-staged", "--whole-first-stage"],
              "--whole-first-stage applies only to GPU engines with host inputs"),
             (["--engine", "cublas", "--from-host", "--stages", "2x"], "--stages '2x' is not R or RxC"),

@@ -281,9 +281,11 @@ TEST(DeviceRun, StreamedFirstStageInKParts) {
         EXPECT_EQ(r.max_abs, 0.0) << what;
         EXPECT_DOUBLE_EQ(r.words_mean, r.analytic_words_mean) << what;
         EXPECT_EQ(r.stages, 2) << what << ": " << r.layout;
-        // split wherever a first k-part exists: cuboid always; SUMMA where k has two panels or
-        // more (owner blocks on more than one rank, or 7 wide)
-        const bool parts = cf.algo == "cuboid" || (P > 1 ? c.k > 1 : cf.opts.panel > 0 && c.k > 7);
+        // split wherever a first k-part is non-empty somewhere: cuboid with k-steps, or with one
+        // where a layer holds 2 or more of k; SUMMA where k has two panels or more (owner blocks
+        // on more than one rank, or 7 wide)
+        const bool parts = cf.algo == "cuboid" ? cf.opts.cuboid_steps > 1 || (c.k + P - 1) / P >= 2
+                                               : P > 1 ? c.k > 1 : cf.opts.panel > 0 && c.k > 7;
         EXPECT_EQ(r.first_stage_split, split && parts) << what << ": " << r.layout;
         EXPECT_GE(r.exposed_load_seconds, 0.0) << what;
       }
