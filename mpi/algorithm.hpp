@@ -224,14 +224,11 @@ class AlgorithmBase : public DistAlgorithm {
   bool runs_on_device() const override { return HasDeviceRun<Derived>; }
   void multiply_device(DeviceSpace& s, const MultiplyCall& c) override {
     if constexpr (HasDeviceRun<Derived>) {
-      rest_mark_ = c.rest_mark;
-      try {
-        typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
-      } catch (...) {
-        rest_mark_ = -1;
-        throw;
-      }
-      rest_mark_ = -1;
+      struct Reset {  // the call's marker lasts as long as the call, however it ends
+        int& mark;
+        ~Reset() { mark = -1; }
+      } reset{rest_mark_ = c.rest_mark};
+      typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
     } else
       DistAlgorithm::multiply_device(s, c);
   }
