@@ -60,6 +60,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     cudaDeviceProp p;
     cuda_check(cudaGetDeviceProperties(&p, device_), "properties");
     device_name_ = p.name;
+    sm_count_ = p.multiProcessorCount;
   }
   cudaStream_t stream() const override { return stream_->get(); }
   DtypeSet dtypes() const override { return Derived::kDtypes; }
@@ -107,6 +108,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   EngineOptions o_;
   int device_ = 0;
   std::string device_name_;
+  int sm_count_ = 0;  // streaming multiprocessors: the width of one wave of thread blocks
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<CublasHandle> handle_;
 

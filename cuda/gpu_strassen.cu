@@ -191,7 +191,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
       : Base(o, name),
         name_(std::move(name)),
         streams_(this->stream(), this->handle_->get(), emulated ? 1 : o.streams),
-        lt_(this->device_name_),
+        lt_(this->device_name_, this->sm_count_),
         emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli) : nullptr) {}
   std::string name() const override { return name_; }
   std::string describe() const override {
@@ -205,12 +205,13 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   // From the levels that ran, in any call so far, never from those asked for.
   double error_growth() const override { return std::pow(Schedule::kErrorGrowthPerLevel, levels_run_); }
   int levels_run() const override { return levels_run_; }
-  // The automatic levels are a function of the shape alone: the same on every rank.
+  // The automatic levels are a function of the shape and the device's tuning file: the same on
+  // every rank of alike GPUs (and at least one level wherever the shape allows one).
   bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const override {
-    return levels_for(m, n, k, real_component_bytes(dt)) > 0;
+    return levels_for(m, n, k, dt) > 0;
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    const int L = levels_for(m, n, k, real_component_bytes(dt));
+    const int L = levels_for(m, n, k, dt);
     const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
@@ -219,7 +220,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
                   const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     if (m <= 0 || n <= 0) return;
-    const int levels = levels_for(m, n, k, sizeof(real_t<T>));
+    const int levels = levels_for(m, n, k, dtype_of<T>());
     arena_.reserve(arena_bytes<T>(m, n, k, levels));
     if (emulation_) {
       // the levels the recursion will run (it stops where a dimension falls below 2)
@@ -241,19 +242,30 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
  private:
   // Bytes of a real component (complex blocks recurse as real ones).
   static std::size_t real_component_bytes(Dtype dt) { return size_of(dt) / (is_complex(dt) ? 2 : 1); }
-  int levels_for(index_t m, index_t n, index_t k, std::size_t real_bytes) const {
+  int levels_for(index_t m, index_t n, index_t k, Dtype dt) const {
     if (this->o_.levels >= 0) return this->o_.levels;
     // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an
     // H100, an f32 level pays off only while the leaves stay at 16384 or more (32768: 1 level
     // 3.45x cuBLAS, 2 levels 2.97x, 3 levels 2.02x); an f64 level lost at every size measured
     // (32768: level 0 1.69x, level 1 1.59x), so f64 leaves stay at 32768 or more
     // (docs/performance.md).
-    const index_t floor = !emulation_ ? 0 : real_bytes == 8 ? 32768 : 16384;
+    const index_t floor = !emulation_ ? 0 : real_component_bytes(dt) == 8 ? 32768 : 16384;
     const index_t tau1 = std::max(this->o_.tau1, 2 * floor), tau2 = std::max(this->o_.tau2, 2 * floor);
     index_t d = std::min({m, n, k});
     if (d < tau1) return 0;
     int L = 1;
     while (L < 4 && d / (index_t(1) << L) >= tau2) ++L;
+    // With tuned leaf kernels, the deepest of these levels whose leaves they fill: a leaf they
+    // do not fill runs cuBLAS's own choice, and measured on an H100 (f32, session 16) one level
+    // fewer on tuned kernels was the faster: 24576 at 2 levels (6144 leaves) 444 ms against 476
+    // at 3 (3072 leaves), 49152 at 3 levels 3127 ms against 3358 at 4. Never below one level
+    // (prefers_whole_k asks only whether there is one); where no level fits, the deepest.
+    if (this->o_.tuned_leaves && !emulation_) {
+      auto misfit = [&](int l) { return lt_.misfit(dt, m >> l, n >> l, k >> l); };
+      int l = L;
+      while (l > 1 && misfit(l)) --l;
+      if (!misfit(l)) L = l;
+    }
     return L;
   }
   template <class T>

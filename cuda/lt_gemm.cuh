@@ -8,12 +8,14 @@
 #pragma once
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "../src/core/types.hpp"
 #include "cuda_util.hpp"
@@ -61,6 +63,26 @@ inline bool lt_algo(cublasLtHandle_t h, cudaDataType t, cublasComputeType_t ct, 
   return true;
 }
 
+// Rows x columns of C that one thread block of a cuBLASLt tile id computes; {0, 0} for an id
+// not listed (its fill is then not judged).
+inline std::pair<int, int> lt_tile_shape(int tile) {
+  switch (tile) {
+    case CUBLASLT_MATMUL_TILE_64x64: return {64, 64};
+    case CUBLASLT_MATMUL_TILE_64x128: return {64, 128};
+    case CUBLASLT_MATMUL_TILE_128x64: return {128, 64};
+    case CUBLASLT_MATMUL_TILE_64x256: return {64, 256};
+    case CUBLASLT_MATMUL_TILE_128x128: return {128, 128};
+    case CUBLASLT_MATMUL_TILE_256x64: return {256, 64};
+    case CUBLASLT_MATMUL_TILE_128x256: return {128, 256};
+    case CUBLASLT_MATMUL_TILE_256x128: return {256, 128};
+    case CUBLASLT_MATMUL_TILE_128x192: return {128, 192};
+    case CUBLASLT_MATMUL_TILE_192x128: return {192, 128};
+    case CUBLASLT_MATMUL_TILE_128x96: return {128, 96};
+    case CUBLASLT_MATMUL_TILE_96x128: return {96, 128};
+    default: return {0, 0};
+  }
+}
+
 // One product shape, described once: the descriptors and whether the configuration applies.
 struct LtPlan {
   LtMatmulDesc desc;
@@ -93,7 +115,21 @@ LtPlan lt_plan(cublasLtHandle_t h, const GemmConfig& cfg, Op ta, Op tb, index_t 
 
 class LtGemm {
  public:
-  explicit LtGemm(std::string device) : device_(std::move(device)) {}
+  LtGemm(std::string device, int sms) : device_(std::move(device)), sms_(sms) {}
+
+  // A tuned configuration is used at another size than its own only where its tiles still fill
+  // the waves (wave_fill); below this, cuBLAS's heuristic, which sees the shape, chooses.
+  static constexpr double kMinFill = 0.85;
+
+  // Whether an m x n x k leaf of this dtype has a tuned configuration for its size that it does
+  // not fill: such a leaf runs cuBLAS's own choice (run()), and gpu-winograd's automatic levels
+  // prefer a level whose leaves the tuned kernels fit.
+  bool misfit(Dtype dt, index_t m, index_t n, index_t k) const {
+    if (dt != Dtype::f32 && dt != Dtype::f64) return false;  // complex leaves: cuBLAS always
+    if (m <= 0 || n <= 0 || k <= 0) return false;
+    const std::optional<GemmConfig> cfg = tuned_gemm(device_, to_string(dt), std::min({m, n, k}));
+    return cfg && !fills(*cfg, m, n);
+  }
 
   // C = alpha op(A) op(B) + beta C on `stream` in the tuned configuration; false (nothing done)
   // when there is none for this size or it does not support this shape.
@@ -123,7 +159,7 @@ class LtGemm {
       const std::optional<GemmConfig> cfg =
           tuned_gemm(device_, DtypeTraits<T>::name, std::min({m, n, k}));
       LtPlan p;
-      if (cfg) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
+      if (cfg && fills(*cfg, m, n)) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
       it = plans_.emplace(key, std::move(p)).first;
     }
     LtPlan& p = it->second;
@@ -136,7 +172,13 @@ class LtGemm {
     return true;
   }
 
+  bool fills(const GemmConfig& c, index_t m, index_t n) const {
+    const auto [tr, tc] = lt_tile_shape(c.tile);
+    return wave_fill(m, n, tr, tc, sms_) >= kMinFill;
+  }
+
   std::string device_;
+  int sms_;
   LtHandle handle_;
   std::map<std::tuple<int, int, int, index_t, index_t, index_t, index_t, index_t, index_t>, LtPlan> plans_;
 };

@@ -7,6 +7,19 @@
 
 namespace distmm {
 
+// The share of the SMs that an m x n output in tiles of tr x tc keeps busy: its T tiles run in
+// ceil(T / sms) waves of one tile per SM. This is why a configuration tuned at one size does
+// not carry to another: 256 x 128 tiles fill 97% of an H100's 132 SMs at 2048^2 (128 tiles, one
+// wave), 4096^2 and 6144^2, but 73% at 3072^2 (288 tiles in 3 waves); measured there, a 24576
+// f32 gpu-winograd product at 3 levels (3072 leaves) took 540 ms with 2048's configuration
+// against 476 ms with cuBLAS's own choice (docs/performance.md, session 16).
+inline double wave_fill(long long m, long long n, int tr, int tc, int sms) {
+  if (tr <= 0 || tc <= 0 || sms <= 0 || m <= 0 || n <= 0) return 1.0;
+  const long long tiles = ((m + tr - 1) / tr) * ((n + tc - 1) / tc);
+  const long long waves = (tiles + sms - 1) / sms;
+  return double(tiles) / double(waves * sms);
+}
+
 struct LaunchShape {
   int block_x = 256, block_y = 1;  // threads over rows x over columns
 };
