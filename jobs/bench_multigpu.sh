@@ -6,7 +6,7 @@
 #   - `distmm gpu-bench` on one GPU (cuBLAS, and gpu-winograd at levels 1-4: its best row);
 #   - `distmm run --algo $ALGO` on 1, 2, 4, 8 ranks (as many as there are GPUs; one GPU per
 #     rank, NCCL between them) with cublas and gpu-winograd (levels auto), data on the GPUs;
-#   - the same on all GPUs with --from-host (inputs copied from host memory, C copied back:
+#   - the same on all GPUs with --from-host, with --algo $HOST_ALGO (inputs copied from host memory, C copied back:
 #     load and store counted; streamed in row panels, --stages auto) beside cuBLASXt
 #     (`distmm xt-bench`) on all GPUs with the same host inputs in pinned memory.
 # MODE=scaling (the 4- and 8-GPU issue's benchmark), on every rank count up to the GPUs:
@@ -18,7 +18,7 @@
 #   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
-# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), CAPS_STEPS (X: gpu-winograd on
+# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), HOST_ALGO (the --from-host rows' algorithm: auto), CAPS_STEPS (X: gpu-winograd on
 # 2+ GPUs also as `--algo caps --caps-steps X --formula winograd`, Strassen's top level dealt
 # over the GPUs; empty: not), BENCH_JSON (JSON lines, default a
 # temporary file), MPIRUN (default: mpirun with root and oversubscription allowed), TABLE_ONLY=1
@@ -35,6 +35,7 @@ table_only=${TABLE_ONLY:-}
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
 repeat=${REPEAT:-3}
 algo=${ALGO:-summa}
+host_algo=${HOST_ALGO:-auto}  # --from-host rows: the default, chosen for the streamed stages' products
 caps_steps=${CAPS_STEPS-X}  # gpu-winograd on 2+ GPUs also as CAPS (winograd) with these steps ("": not)
 out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NVLink multicast off (it misbehaves on these hosts)
@@ -75,7 +76,7 @@ elif [ "$mode" = gpus ]; then
           runs "$p" gpu-winograd "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n"
         fi
       done
-      for e in cublas gpu-winograd; do runs "$gpus" "$e" "$dt" "$algo" --size "$n" --from-host; done
+      for e in cublas gpu-winograd; do runs "$gpus" "$e" "$dt" "$host_algo" --size "$n" --from-host; done
       if [ "$gpus" -ge 2 ] && [ -n "$caps_steps" ]; then
         runs "$gpus" gpu-winograd "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n" --from-host
       fi

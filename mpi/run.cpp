@@ -634,28 +634,40 @@ Prepared prepare(const Comm& world, RunSpec o) {
     const double left = device_share(free_min) - operands;
     o.algo_opts.device_limit = static_cast<std::size_t>(std::max(left, 1.0));
   }
-  auto algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
+  // Host inputs on GPUs: streamed in panels (--stages; automatic: auto_stages) where the stages'
+  // layouts agree and their buffers fit, else loaded, multiplied and stored in turn.
+  const bool host_inputs = o.inputs_from_host || !o.a_path.empty();
+  if (on_gpu && host_inputs && (o.stage_rows > o.m || o.stage_cols > o.n))
+    throw UsageError("--stages " + std::to_string(o.stage_rows) + "x" + std::to_string(o.stage_cols) +
+                     " exceeds m x n = " + std::to_string(o.m) + " x " + std::to_string(o.n) +
+                     ": use at most m row panels and n column panels (or --stages 1)");
+  StageGrid g = auto_stages(o.m, o.n);
+  if (o.stage_rows > 0) g = {o.stage_rows, std::max(o.stage_cols, 1)};
+  const bool streamed = on_gpu && host_inputs && g.rows * g.cols > 1;
+  // --algo auto for a streamed run chooses for the product each stage runs, (m / rows) x (n /
+  // cols) x k, not for the whole: at 2 x 2 stages on 2 GPUs a square product's stages have k
+  // twice their sides, so cuboid's split of k (a quarter of C per rank reduced) moves half the
+  // words of SUMMA's gather of A, where on the whole product the two tie. Measured on 2 x H100
+  // (docs/performance.md, sessions 15 and 16): cuboid 1x1x2 in 2 x 2 stages 1.229-1.396x
+  // cuBLASXt, SUMMA 1.152-1.258x.
+  Algorithm kind = o.algo;
+  std::string stage_choice;
+  if (streamed && o.algo == Algorithm::automatic) {
+    const auto pick = make_algorithm(Algorithm::automatic, world,
+                                     {(o.m + g.rows - 1) / g.rows, (o.n + g.cols - 1) / g.cols, o.k}, o.algo_opts);
+    kind = *parse_algorithm(pick->name());
+    stage_choice = "for the stages' products: " + pick->selection();
+  }
+  auto algo = make_algorithm(kind, world, {o.m, o.n, o.k}, o.algo_opts);
+  if (!stage_choice.empty()) algo->set_selection(stage_choice);
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
     space = o.emulate_device ? make_emulated_device_space(*engine, std::size_t(emulated_free))
                              : make_device_space(*engine, world, int(ranks_per_gpu));  // collective
   }
 
-  // Host inputs on GPUs: streamed in panels (--stages; automatic: auto_stages) where the stages'
-  // layouts agree and their buffers fit, else loaded, multiplied and stored in turn.
   StreamPlan stream;
-  const bool host_inputs = o.inputs_from_host || !o.a_path.empty();
-  if (space && host_inputs) {
-    if (o.stage_rows > o.m || o.stage_cols > o.n)
-      throw UsageError("--stages " + std::to_string(o.stage_rows) + "x" + std::to_string(o.stage_cols) +
-                       " exceeds m x n = " + std::to_string(o.m) + " x " + std::to_string(o.n) +
-                       ": use at most m row panels and n column panels (or --stages 1)");
-    StageGrid g = auto_stages(o.m, o.n);
-    if (o.stage_rows > 0) g = {o.stage_rows, std::max(o.stage_cols, 1)};
-    if (g.rows * g.cols > 1) {
-      stream = make_stream_plan(*parse_algorithm(algo->name()), world, {o.m, o.n, o.k}, o.algo_opts, g);
-    }
-  }
+  if (space && streamed) stream = make_stream_plan(*parse_algorithm(algo->name()), world, {o.m, o.n, o.k}, o.algo_opts, g);
 
   double peak = double(algo->peak_bytes(dt, *engine));
   if (o.beta != 0.0) peak += double(algo->piece_c().rows()) * algo->piece_c().cols() * size_of(dt);

@@ -170,6 +170,17 @@ for extra in "" "--whole-first-stage"; do
   else bad "--emulate-device streamed ${extra:-split}: $(cat "$tmp/out")"; fi
 done
 
+# --algo auto (the default) on a streamed run chooses for the stages' products: a square
+# product's 2x2 stages have k twice their sides, where cuboid's split of k moves fewer words than
+# SUMMA (on the whole square product the two tie, and SUMMA is taken); verified in full.
+if "$mpiexec" -n 2 --oversubscribe "$bin" run --engine winograd --emulate-device --from-host --stages 2x2 \
+     --size 256 --threads 1 --verify full >"$tmp/out" 2>&1 &&
+   grep -q "layout *1x1x2 cuboids" "$tmp/out" && grep -q "chosen *for the stages' products: auto: cuboid" "$tmp/out" &&
+   grep -q "streamed *4 stages" "$tmp/out" && grep -q "full: PASSED" "$tmp/out" &&
+   "$mpiexec" -n 2 --oversubscribe "$bin" run --engine winograd --emulate-device --size 256 --threads 1 >"$tmp/out2" 2>&1 &&
+   grep -q "chosen *auto: summa" "$tmp/out2"; then ok "--algo auto chooses for the streamed stages' products"
+else bad "--algo auto for streamed stages: $(cat "$tmp/out" "$tmp/out2")"; fi
+
 # Phase times per rank: CAPS per level (sums, exchanges, combination), cuboid's gathers and
 # reduction, in the report and the JSON line.
 rm -f "$tmp/ph.json"
