@@ -205,13 +205,14 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   // From the levels that ran, in any call so far, never from those asked for.
   double error_growth() const override { return std::pow(Schedule::kErrorGrowthPerLevel, levels_run_); }
   int levels_run() const override { return levels_run_; }
-  // The automatic levels are a function of the shape and the device's tuning file: the same on
-  // every rank of alike GPUs (and at least one level wherever the shape allows one).
+  // What the distributed algorithms plan with (whole-k products, panel widths, CAPS's steps) is
+  // a function of the shape alone, the same on every rank: the threshold levels, which the
+  // leaves' fill only lowers (never below one), so the workspace is bounded by theirs.
   bool prefers_whole_k(index_t m, index_t n, index_t k, Dtype dt) const override {
-    return levels_for(m, n, k, dt) > 0;
+    return threshold_levels(m, n, k, dt) > 0;
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
-    const int L = levels_for(m, n, k, dt);
+    const int L = threshold_levels(m, n, k, dt);
     const std::size_t leaf = emulation_ ? Int8Emulation::workspace_bytes(m >> L, n >> L, k >> L, dt, this->o_.moduli) : 0;
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
@@ -242,7 +243,9 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
  private:
   // Bytes of a real component (complex blocks recurse as real ones).
   static std::size_t real_component_bytes(Dtype dt) { return size_of(dt) / (is_complex(dt) ? 2 : 1); }
-  int levels_for(index_t m, index_t n, index_t k, Dtype dt) const {
+  // seed 003's thresholds: none below tau1, one level from there, one more for every halving
+  // that stays at or above tau2 (at most 4).
+  int threshold_levels(index_t m, index_t n, index_t k, Dtype dt) const {
     if (this->o_.levels >= 0) return this->o_.levels;
     // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an
     // H100, an f32 level pays off only while the leaves stay at 16384 or more (32768: 1 level
@@ -255,18 +258,17 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     if (d < tau1) return 0;
     int L = 1;
     while (L < 4 && d / (index_t(1) << L) >= tau2) ++L;
-    // With tuned leaf kernels, the deepest of these levels whose leaves they fill: a leaf they
-    // do not fill runs cuBLAS's own choice, and measured on an H100 (f32, session 16) one level
-    // fewer on tuned kernels was the faster: 24576 at 2 levels (6144 leaves) 444 ms against 476
-    // at 3 (3072 leaves), 49152 at 3 levels 3127 ms against 3358 at 4. Never below one level
-    // (prefers_whole_k asks only whether there is one); where no level fits, the deepest.
-    if (this->o_.tuned_leaves && !emulation_) {
-      auto misfit = [&](int l) { return lt_.misfit(dt, m >> l, n >> l, k >> l); };
-      int l = L;
-      while (l > 1 && misfit(l)) --l;
-      if (!misfit(l)) L = l;
-    }
     return L;
+  }
+  // The levels a product runs: with tuned leaf kernels, the deepest of the threshold levels
+  // whose leaves they fill. A leaf they do not fill runs cuBLAS's own choice, and measured on
+  // an H100 (f32, session 16) one level fewer on tuned kernels was 7-8% faster: 24576 at 2
+  // levels (6144 leaves) 444 ms against 476 at 3 (3072 leaves), 49152 at 3 levels 3127 ms
+  // against 3358 at 4, 12288 at 1 level 62 ms against 67 at 2.
+  int levels_for(index_t m, index_t n, index_t k, Dtype dt) const {
+    const int L = threshold_levels(m, n, k, dt);
+    if (this->o_.levels >= 0 || L <= 1 || !this->o_.tuned_leaves || emulation_) return L;
+    return deepest_fitting_level(L, [&](int l) { return lt_.misfit(dt, m >> l, n >> l, k >> l); });
   }
   template <class T>
   static std::size_t arena_bytes(index_t m, index_t n, index_t k, int levels) {

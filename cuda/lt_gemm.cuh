@@ -118,7 +118,8 @@ class LtGemm {
   LtGemm(std::string device, int sms) : device_(std::move(device)), sms_(sms) {}
 
   // A tuned configuration is used at another size than its own only where its tiles still fill
-  // the waves (wave_fill); below this, cuBLAS's heuristic, which sees the shape, chooses.
+  // the waves (wave_fill) this well, or as well as at its own size; elsewhere cuBLAS's
+  // heuristic, which sees the shape, chooses.
   static constexpr double kMinFill = 0.85;
 
   // Whether an m x n x k leaf of this dtype has a tuned configuration for its size that it does
@@ -174,7 +175,8 @@ class LtGemm {
 
   bool fills(const GemmConfig& c, index_t m, index_t n) const {
     const auto [tr, tc] = lt_tile_shape(c.tile);
-    return wave_fill(m, n, tr, tc, sms_) >= kMinFill;
+    const double own = c.size > 0 ? wave_fill(c.size, c.size, tr, tc, sms_) : 1.0;
+    return wave_fill(m, n, tr, tc, sms_) >= std::min(kMinFill, own);
   }
 
   std::string device_;

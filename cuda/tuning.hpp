@@ -20,6 +20,15 @@ inline double wave_fill(long long m, long long n, int tr, int tc, int sms) {
   return double(tiles) / double(waves * sms);
 }
 
+// The deepest level from L down to 1 whose leaves are not `misfit(level)`; L itself where no
+// level fits (the levels of gpu-winograd's automatic choice with tuned leaf kernels).
+template <class Misfit>
+int deepest_fitting_level(int L, Misfit misfit) {
+  int l = L;
+  while (l > 1 && misfit(l)) --l;
+  return misfit(l) ? L : l;
+}
+
 struct LaunchShape {
   int block_x = 256, block_y = 1;  // threads over rows x over columns
 };
@@ -33,6 +42,7 @@ void record_tuned_shape(const std::string& path, const std::string& device,
 // A cuBLASLt matmul configuration (the CUBLASLT_ALGO_CONFIG_* attributes), split-K off.
 struct GemmConfig {
   int algo = 0, tile = 0, stages = 0, swizzle = 0, custom = 0, cluster = 0;
+  long long size = 0;  // the size it was tuned at (tuned_gemm), 0 if not known
 };
 // The configuration tuned for this device and dtype at the largest tuned size <= n (the smallest
 // dimension of the product); none when the file has none or cuBLAS's own choice was the best.

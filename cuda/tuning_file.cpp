@@ -38,9 +38,9 @@ void save(const std::string& path, const nlohmann::json& j) {
 }
 
 // The entry of j[device][key] at the largest size <= n; when all are larger, the smallest one
-// if `or_smallest`, else none.
+// if `or_smallest`, else none. Its size in *at, where given.
 const nlohmann::json* entry_at(const nlohmann::json& j, const std::string& device,
-                               const std::string& key, long long n, bool or_smallest) {
+                               const std::string& key, long long n, bool or_smallest, long long* at = nullptr) {
   if (!j.contains(device) || !j[device].contains(key)) return nullptr;
   const nlohmann::json* best = nullptr;
   long long best_size = -1;
@@ -52,6 +52,7 @@ const nlohmann::json* entry_at(const nlohmann::json& j, const std::string& devic
       best = &e;
     }
   }
+  if (at) *at = best_size;
   return best;
 }
 
@@ -80,9 +81,11 @@ void record_tuned_shape(const std::string& path, const std::string& device,
 
 std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
   // A kernel tuned at 1024 can be slow on 512^3 products: below the smallest tuned size, none.
-  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false);
+  long long size = 0;
+  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false, &size);
   if (!e || !e->contains("algo") || (*e)["algo"].is_null()) return std::nullopt;
   GemmConfig c;
+  c.size = size;
   c.algo = (*e)["algo"];
   c.tile = e->value("tile", 0);
   c.stages = e->value("stages", 0);

@@ -6,9 +6,9 @@
 #   - `distmm gpu-bench` on one GPU (cuBLAS, and gpu-winograd at levels 1-4: its best row);
 #   - `distmm run --algo $ALGO` on 1, 2, 4, 8 ranks (as many as there are GPUs; one GPU per
 #     rank, NCCL between them) with cublas and gpu-winograd (levels auto), data on the GPUs;
-#   - the same on all GPUs with --from-host, with --algo $HOST_ALGO (inputs copied from host memory, C copied back:
-#     load and store counted; streamed in row panels, --stages auto) beside cuBLASXt
-#     (`distmm xt-bench`) on all GPUs with the same host inputs in pinned memory.
+#   - the same on all GPUs with --from-host and --algo $HOST_ALGO (inputs copied from host
+#     memory, C copied back: load and store counted; streamed in panels, --stages auto) beside
+#     cuBLASXt (`distmm xt-bench`) on all GPUs with the same host inputs in pinned memory.
 # MODE=scaling (the 4- and 8-GPU issue's benchmark), on every rank count up to the GPUs:
 #   - strong scaling: f32 n = 65536 and f64 n = 49152 (SCALING_F32, SCALING_F64), cublas and
 #     gpu-winograd, with summa and cuboid (the best of the two per row: the best classical
@@ -46,7 +46,7 @@ if [ -z "$table_only" ]; then
   [ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
   ranks=""
   for p in 1 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks $p"; done
-  echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo; JSON lines: $out"
+  echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo (--from-host: $host_algo); JSON lines: $out"
   "$bin" info | grep -iE "nccl|gpu" || true
 fi
 

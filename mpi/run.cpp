@@ -648,8 +648,8 @@ Prepared prepare(const Comm& world, RunSpec o) {
   // cols) x k, not for the whole: at 2 x 2 stages on 2 GPUs a square product's stages have k
   // twice their sides, so cuboid's split of k (a quarter of C per rank reduced) moves half the
   // words of SUMMA's gather of A, where on the whole product the two tie. Measured on 2 x H100
-  // (docs/performance.md, sessions 15 and 16): cuboid 1x1x2 in 2 x 2 stages 1.229-1.396x
-  // cuBLASXt, SUMMA 1.152-1.258x.
+  // in one job (docs/performance.md, session 16), f64 32768 host to host: cuboid 1x1x2 in 2 x 2
+  // stages 0.643 s, SUMMA 0.668 s.
   Algorithm kind = o.algo;
   std::string stage_choice;
   if (streamed && o.algo == Algorithm::automatic) {
@@ -659,7 +659,8 @@ Prepared prepare(const Comm& world, RunSpec o) {
     stage_choice = "for the stages' products: " + pick->selection();
   }
   auto algo = make_algorithm(kind, world, {o.m, o.n, o.k}, o.algo_opts);
-  if (!stage_choice.empty()) algo->set_selection(stage_choice);
+  if (!stage_choice.empty())
+    algo->set_selection(algo->selection().empty() ? stage_choice : algo->selection() + "; " + stage_choice);
   std::unique_ptr<DeviceSpace> space;
   if (on_gpu && algo->runs_on_device()) {
     space = o.emulate_device ? make_emulated_device_space(*engine, std::size_t(emulated_free))
@@ -668,6 +669,15 @@ Prepared prepare(const Comm& world, RunSpec o) {
 
   StreamPlan stream;
   if (space && streamed) stream = make_stream_plan(*parse_algorithm(algo->name()), world, {o.m, o.n, o.k}, o.algo_opts, g);
+  // Not streamed after all (the stages' layouts disagree, or, below, their buffers do not fit):
+  // --algo auto chooses for the whole product again, as it would without stages (collective;
+  // every rank has decided alike).
+  auto unstaged = [&] {
+    if (stage_choice.empty()) return;
+    algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
+    stage_choice.clear();
+  };
+  if (stream.stages() <= 1) unstaged();
 
   double peak = double(algo->peak_bytes(dt, *engine));
   if (o.beta != 0.0) peak += double(algo->piece_c().rows()) * algo->piece_c().cols() * size_of(dt);
@@ -676,9 +686,12 @@ Prepared prepare(const Comm& world, RunSpec o) {
     // GPU memory, planned per rank before anything is allocated: the blocks of A, B and C (and
     // C0), the algorithm's buffers and the engine's workspace.
     auto bytes = [&](const Piece& p) { return double(p.rows()) * double(p.cols()) * size_of(dt); };
-    double need = bytes(algo->piece_a()) + bytes(algo->piece_b()) +
-                  bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) + double(algo->device_extra_bytes(dt, *space));
-    need = world.allreduce_max_uncounted(need);
+    auto whole_need = [&] {
+      return world.allreduce_max_uncounted(bytes(algo->piece_a()) + bytes(algo->piece_b()) +
+                                           bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) +
+                                           double(algo->device_extra_bytes(dt, *space)));
+    };
+    double need = whole_need();
     const double free_min = device_share(-world.allreduce_max_uncounted(-double(space->free_bytes())));
     if (stream.stages() > 1) {
       // B, two stages' A and C, and every stage algorithm's buffers and engine workspace
@@ -694,6 +707,8 @@ Prepared prepare(const Comm& world, RunSpec o) {
         stream = StreamPlan{};
         stream.why_one = "the stages' buffers need " + format_bytes(stream_need) + " of GPU memory per rank, " +
                          format_bytes(std::max(free_min, 0.0)) + " free";
+        unstaged();
+        need = whole_need();
       } else {
         need = stream_need;  // what the streamed run allocates
       }

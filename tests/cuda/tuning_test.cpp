@@ -1,4 +1,5 @@
-// The wave fill that decides where a tuned leaf configuration still applies (cuda/tuning.hpp):
+// The wave fill that decides where a tuned leaf configuration still applies, and the levels it
+// leads gpu-winograd to (cuda/tuning.hpp):
 // plain arithmetic, checked in every build.
 #include <gtest/gtest.h>
 
@@ -25,4 +26,18 @@ TEST(WaveFill, TilesOverTheWavesOfTheSms) {
   // Unknown tiles or SMs are not judged.
   EXPECT_EQ(wave_fill(3072, 3072, 0, 0, 132), 1.0);
   EXPECT_EQ(wave_fill(3072, 3072, 256, 128, 0), 1.0);
+}
+
+TEST(WaveFill, DeepestFittingLevel) {
+  // f32 49152 on an H100's tuned kernels: 4 levels leave 3072 leaves (misfit), 3 leave 6144.
+  EXPECT_EQ(deepest_fitting_level(4, [](int l) { return l == 4; }), 3);
+  // Two misfit levels in a row are both skipped.
+  EXPECT_EQ(deepest_fitting_level(4, [](int l) { return l >= 3; }), 2);
+  // Nothing misfit: the threshold level stands.
+  EXPECT_EQ(deepest_fitting_level(3, [](int) { return false; }), 3);
+  // Every level misfit: the threshold level too (no tuned kernel would run anyway).
+  EXPECT_EQ(deepest_fitting_level(4, [](int) { return true; }), 4);
+  // Never below one level.
+  EXPECT_EQ(deepest_fitting_level(2, [](int l) { return l == 2; }), 1);
+  EXPECT_EQ(deepest_fitting_level(1, [](int) { return true; }), 1);
 }
