@@ -21,7 +21,7 @@ struct Panel {
 class Summa final : public AlgorithmBase<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : s_(s), grid_(world, {pr, pc}, false), pm_{s.m, pr}, pn_{s.n, pc}, pka_{s.k, pc},
+      : s_(s), device_resident_(o.device_resident), grid_(world, {pr, pc}, false), pm_{s.m, pr}, pn_{s.n, pc}, pka_{s.k, pc},
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
@@ -41,7 +41,7 @@ class Summa final : public AlgorithmBase<Summa> {
       width_ = std::max<index_t>(s.k, 1);
       const index_t mi = pm_.max_size(), nj = pn_.max_size();
       auto bytes = [&](index_t w) {
-        return double(2 * (mi * w + w * nj)) * size_of(o.dtype) +
+        return double(panel_buffer_words(mi, nj, w)) * size_of(o.dtype) +
                (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
       };
       while (o.device_limit > 0 && width_ > 256 && bytes(width_) > double(o.device_limit))
@@ -80,7 +80,7 @@ class Summa final : public AlgorithmBase<Summa> {
     index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
     const index_t buffers = whole_k_ ? (grid_.dim(1) > 1 ? mi * s_.k : 0) +
                                            (grid_.dim(0) > 1 ? (s_.k + pkb_.max_size()) * nj : 0)
-                                     : 2 * (mi * w + w * nj);
+                                     : panel_buffer_words(mi, nj, w);
     index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
     return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
   }
@@ -161,8 +161,8 @@ class Summa final : public AlgorithmBase<Summa> {
       return {grid_.dim(1) > 1 ? std::size_t(mi * s_.k) * e : 0, grid_.dim(0) > 1 ? std::size_t(s_.k * nj) * e : 0,
               grid_.dim(0) > 1 ? std::size_t(pkb_.max_size() * nj) * e : 0};
     }
-    const std::size_t a = grid_.dim(1) > 1 ? std::size_t(mi * w) * size_of(dt) : 0,
-                      b = grid_.dim(0) > 1 ? std::size_t(w * nj) * size_of(dt) : 0;
+    const std::size_t a = std::size_t(panel_buffer_words(mi, 0, w)) / 2 * size_of(dt),
+                      b = std::size_t(panel_buffer_words(0, nj, w)) / 2 * size_of(dt);
     return {a, a, b, b};
   }
   GemmShape device_gemm_shape() const override {
@@ -292,6 +292,15 @@ class Summa final : public AlgorithmBase<Summa> {
     step_done(steps, steps);
   }
 
+  // Words of the double-buffered panels of width w. On the host both are always copied; on a
+  // device a panel that is not broadcast (one grid column for A, one grid row for B) is read in
+  // place, so it needs no buffer. Counting those anyway halved a single GPU's whole-k product
+  // where the buffers would not fit (one H100, f64 32768: two half-k products, 1.067 s, against
+  // one product's 1.007 s in gpu-bench).
+  index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
+    if (!device_resident_) return 2 * (mi * w + w * nj);
+    return (grid_.dim(1) > 1 ? 2 * mi * w : 0) + (grid_.dim(0) > 1 ? 2 * w * nj : 0);
+  }
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.
   std::size_t first_rest_panel() const {
@@ -302,6 +311,7 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
   GemmShape s_;
+  bool device_resident_;  // buffers on the rank's GPU (run_device)
   CartGrid grid_;
   Comm row_, col_;
   std::unique_ptr<DeviceComm> dev_row_, dev_col_;

@@ -119,6 +119,37 @@ TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {
     }
 }
 
+// SUMMA on a device reads a panel that is not broadcast (A's on one grid column, B's on one grid
+// row, both on one rank) in place, so its plan counts no buffer for it: with device memory for the
+// broadcast panels' two buffers of width k but not for the other operand's too, the panels stay
+// whole owner blocks (before, they were halved). On the emulated device, where the memory is set.
+TEST(DeviceRun, SummaPanelsReadInPlaceNeedNoBuffers) {
+  if (!emulated()) GTEST_SKIP() << "a GPU's own free memory sets its limit: planned on the emulated device only";
+  const int P = world_size();
+  const index_t N = 1024;
+  for (int rows : {1, P}) {
+    RunSpec s;
+    s.m = s.n = s.k = N;
+    s.dtype = Dtype::f64;
+    s.algo = Algorithm::summa;
+    s.algo_opts.grid_rows = rows;
+    on_device(s, "cublas");
+    s.fill = Fill::integer;
+    s.verify = Verify::freivalds;  // (the full check's gathered copies need memory the test leaves out)
+    s.repeat = 1;
+    s.threads = 1;
+    // The emulated device holds the rank's budget less the host's copies and the device's blocks
+    // of A, B, C (3 N^2 / P words each); left: 2 N^2 + N^2 / P words, room for the broadcast
+    // operand's two whole panels (2 N x N, or 2 N/P x N on a 1 x 1 grid), not for both operands'.
+    const double words = 2.0 * (3.0 * N * N / P) + 2.0 * N * N + double(N) * N / P;
+    s.mem_limit = static_cast<std::size_t>(words * 8);
+    RunReport r = run(Comm::world(), s);
+    const std::string what = "grid rows " + std::to_string(rows) + ", P=" + std::to_string(P) + ": " + r.layout;
+    EXPECT_TRUE(r.passed) << what;
+    EXPECT_NE(r.layout.find("panels of <= " + std::to_string(N)), std::string::npos) << what;
+  }
+}
+
 TEST(DeviceRun, DeviceAndHostStagedRunsBothVerifyAndReportTheirTransfers) {
   if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible: device-resident runs not run";
   const Case c{61, 59, 67};
