@@ -21,7 +21,8 @@ struct Panel {
 class Summa final : public AlgorithmBase<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : s_(s), device_resident_(o.device_resident), grid_(world, {pr, pc}, false), pm_{s.m, pr}, pn_{s.n, pc}, pka_{s.k, pc},
+      : s_(s), device_resident_(o.device_resident), grid_(world, {pr, pc}, false), pm_{s.m, pr},
+        pn_{s.n, pc}, pka_{s.k, pc},
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
@@ -161,8 +162,8 @@ class Summa final : public AlgorithmBase<Summa> {
       return {grid_.dim(1) > 1 ? std::size_t(mi * s_.k) * e : 0, grid_.dim(0) > 1 ? std::size_t(s_.k * nj) * e : 0,
               grid_.dim(0) > 1 ? std::size_t(pkb_.max_size() * nj) * e : 0};
     }
-    const std::size_t a = std::size_t(panel_buffer_words(mi, 0, w)) / 2 * size_of(dt),
-                      b = std::size_t(panel_buffer_words(0, nj, w)) / 2 * size_of(dt);
+    const std::size_t a = buffers_a() ? std::size_t(mi * w) * size_of(dt) : 0,
+                      b = buffers_b() ? std::size_t(w * nj) * size_of(dt) : 0;
     return {a, a, b, b};
   }
   GemmShape device_gemm_shape() const override {
@@ -297,9 +298,10 @@ class Summa final : public AlgorithmBase<Summa> {
   // place, so it needs no buffer. Counting those anyway halved a single GPU's whole-k product
   // where the buffers would not fit (one H100, f64 32768: two half-k products, 1.067 s, against
   // one product's 1.007 s in gpu-bench).
+  bool buffers_a() const { return !device_resident_ || grid_.dim(1) > 1; }
+  bool buffers_b() const { return !device_resident_ || grid_.dim(0) > 1; }
   index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
-    if (!device_resident_) return 2 * (mi * w + w * nj);
-    return (grid_.dim(1) > 1 ? 2 * mi * w : 0) + (grid_.dim(0) > 1 ? 2 * w * nj : 0);
+    return 2 * ((buffers_a() ? mi * w : 0) + (buffers_b() ? w * nj : 0));
   }
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.

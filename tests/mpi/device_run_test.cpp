@@ -139,8 +139,8 @@ TEST(DeviceRun, SummaPanelsReadInPlaceNeedNoBuffers) {
     s.repeat = 1;
     s.threads = 1;
     // The emulated device holds the rank's budget less the host's copies and the device's blocks
-    // of A, B, C (3 N^2 / P words each); left: 2 N^2 + N^2 / P words, room for the broadcast
-    // operand's two whole panels (2 N x N, or 2 N/P x N on a 1 x 1 grid), not for both operands'.
+    // of A, B, C (3 N^2 / P words together); left: 2 N^2 + N^2 / P words, room for the broadcast
+    // operand's two panels of width k (2 N^2 words; none on one rank), not for both operands'.
     const double words = 2.0 * (3.0 * N * N / P) + 2.0 * N * N + double(N) * N / P;
     s.mem_limit = static_cast<std::size_t>(words * 8);
     RunReport r = run(Comm::world(), s);
