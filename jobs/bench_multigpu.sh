@@ -18,7 +18,9 @@
 #   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
-# DISTMM_BIN (default build/distmm), REPEAT (3), ALGO (summa), HOST_ALGO (the --from-host rows' algorithm: auto), CAPS_STEPS (X: gpu-winograd on
+# DISTMM_BIN (default build/distmm), REPEAT (5), ROUNDS (1: MODE=gpus runs each size's rows, gpu-bench
+# and cuBLASXt included, this many times in turn; a table row is the median of its rounds'
+# medians), ALGO (summa), HOST_ALGO (the --from-host rows' algorithm: auto), CAPS_STEPS (X: gpu-winograd on
 # 2+ GPUs also as `--algo caps --caps-steps X --formula winograd`, Strassen's top level dealt
 # over the GPUs; empty: not), BENCH_JSON (JSON lines, default a
 # temporary file), MPIRUN (default: mpirun with root and oversubscription allowed), TABLE_ONLY=1
@@ -33,7 +35,8 @@ bin=${DISTMM_BIN:-build/distmm}
 table_only=${TABLE_ONLY:-}
 [ -z "$table_only" ] || [ -s "${BENCH_JSON:-}" ] || { echo "bench_multigpu.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
-repeat=${REPEAT:-3}
+repeat=${REPEAT:-5}
+rounds=${ROUNDS:-1}  # MODE=gpus: each size's rows run this many times, interleaved
 algo=${ALGO:-summa}
 host_algo=${HOST_ALGO:-auto}  # --from-host rows: the default, chosen for the streamed stages' products
 caps_steps=${CAPS_STEPS-X}  # gpu-winograd on 2+ GPUs also as CAPS (winograd) with these steps ("": not)
@@ -65,6 +68,8 @@ elif [ "$mode" = gpus ]; then
     sizes=$f32_sizes
     [ "$dt" = f64 ] && sizes=$f64_sizes
     for n in $sizes; do
+     for round in $(seq "$rounds"); do  # interleaved: every row of this size once per round
+      echo "$dt $n: round $round of $rounds"
       # (timings only: the f32 reference needs 3 n^2 doubles more on the GPU, 58 GB at 49152;
       # every distmm run below is verified)
       "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 \
@@ -81,6 +86,7 @@ elif [ "$mode" = gpus ]; then
         runs "$gpus" gpu-winograd "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n" --from-host
       fi
       "$bin" xt-bench --dtype "$dt" --sizes "$n" --gpus "$gpus" --repeat "$repeat" --json "$out" 2>&1 | grep '^|' | quiet
+     done
     done
   done
 else
@@ -106,19 +112,40 @@ fi
 
 python3 - "$out" <<'PY'
 import json, sys
+from statistics import median
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-bench = {}  # (dtype, n, engine) -> one-GPU gpu-bench seconds (gpu-winograd: its best level)
-for r in rows:
-    if r.get("command") == "gpu-bench":
-        k = (r["dtype"], r["n"], r["engine"])
-        bench[k] = min(bench.get(k, 1e30), r["time_median"])
-runs = [r for r in rows if "algo" in r]
-xt = {(r["dtype"], r["n"]): r for r in rows if r.get("command") == "xt-bench"}
 def algo_of(r):  # "summa", or "caps XX" with the CAPS steps that ran
     if r["algo"] != "caps":
         return r["algo"]
     lay = r.get("layout", "")
     return "caps " + (lay.split("steps ")[1].split(",")[0] if "steps " in lay else "")
+# Rows of one configuration from several rounds (ROUNDS, or jobs' lines joined) become one: the
+# median of their medians (load and store likewise), with the number of rounds.
+def merged(group):
+    r = dict(group[0])
+    for f in ("time_median", "load_seconds", "store_seconds"):
+        if f in r:
+            r[f] = median(g[f] for g in group)
+    r["rounds"] = len(group)
+    return r
+def grouped(items, key):
+    by = {}
+    for r in items:
+        by.setdefault(key(r), []).append(r)
+    return {k: merged(g) for k, g in by.items()}
+gb = grouped((r for r in rows if r.get("command") == "gpu-bench"),
+             lambda r: (r["dtype"], r["n"], r["engine"], r.get("levels")))
+bench = {}  # (dtype, n, engine) -> one-GPU gpu-bench seconds (gpu-winograd: its best level)
+for (dt, n, e, _), r in gb.items():
+    bench[(dt, n, e)] = min(bench.get((dt, n, e), 1e30), r["time_median"])
+runs = list(grouped((r for r in rows if "algo" in r),
+                    lambda r: (r["dtype"], r["m"], r["n"], r["k"], r["engine"], r["ranks"], algo_of(r),
+                               bool(r.get("from_host")), r.get("layout", ""))).values())
+xt = {(k[0], k[1]): r for k, r in grouped((r for r in rows if r.get("command") == "xt-bench"),
+                                         lambda r: (r["dtype"], r["n"])).items()}
+rounds = max([r["rounds"] for r in runs] + [1])
+if rounds > 1:
+    print(f"\n(each row: the median of up to {rounds} rounds' medians)")
 print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
