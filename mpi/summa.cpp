@@ -79,8 +79,8 @@ class Summa final : public AlgorithmBase<Summa> {
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
     index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
-    const index_t buffers = whole_k_ ? (grid_.dim(1) > 1 ? mi * s_.k : 0) +
-                                           (grid_.dim(0) > 1 ? (s_.k + pkb_.max_size()) * nj : 0)
+    const index_t buffers = whole_k_ ? (broadcasts_a() ? mi * s_.k : 0) +
+                                           (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0)
                                      : panel_buffer_words(mi, nj, w);
     index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
     return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
@@ -159,11 +159,11 @@ class Summa final : public AlgorithmBase<Summa> {
     const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), w = std::min(width_, s_.k);
     if (whole_k_) {
       const std::size_t e = size_of(dt);
-      return {grid_.dim(1) > 1 ? std::size_t(mi * s_.k) * e : 0, grid_.dim(0) > 1 ? std::size_t(s_.k * nj) * e : 0,
-              grid_.dim(0) > 1 ? std::size_t(pkb_.max_size() * nj) * e : 0};
+      return {broadcasts_a() ? std::size_t(mi * s_.k) * e : 0, broadcasts_b() ? std::size_t(s_.k * nj) * e : 0,
+              broadcasts_b() ? std::size_t(pkb_.max_size() * nj) * e : 0};
     }
-    const std::size_t a = buffers_a() ? std::size_t(mi * w) * size_of(dt) : 0,
-                      b = buffers_b() ? std::size_t(w * nj) * size_of(dt) : 0;
+    const std::size_t a = broadcasts_a() ? std::size_t(mi * w) * size_of(dt) : 0,
+                      b = broadcasts_b() ? std::size_t(w * nj) * size_of(dt) : 0;
     return {a, a, b, b};
   }
   GemmShape device_gemm_shape() const override {
@@ -178,7 +178,7 @@ class Summa final : public AlgorithmBase<Summa> {
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j);
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
-    const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
+    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     if (whole_k_) return run_device_whole_k(sp, alpha, A, B, beta, C);
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
@@ -236,7 +236,7 @@ class Summa final : public AlgorithmBase<Summa> {
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j), k = s_.k;
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
-    const bool along_rows = grid_.dim(1) > 1, along_cols = grid_.dim(0) > 1;
+    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     T* afull = along_rows ? device_buffer<T>(0) : nullptr;
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
@@ -298,10 +298,11 @@ class Summa final : public AlgorithmBase<Summa> {
   // place, so it needs no buffer. Counting those anyway halved a single GPU's whole-k product
   // where the buffers would not fit (one H100, f64 32768: two half-k products, 1.067 s, against
   // one product's 1.007 s in gpu-bench).
-  bool buffers_a() const { return !device_resident_ || grid_.dim(1) > 1; }
-  bool buffers_b() const { return !device_resident_ || grid_.dim(0) > 1; }
+  bool broadcasts_a() const { return grid_.dim(1) > 1; }  // along process rows
+  bool broadcasts_b() const { return grid_.dim(0) > 1; }  // along process columns
   index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
-    return 2 * ((buffers_a() ? mi * w : 0) + (buffers_b() ? w * nj : 0));
+    return 2 * ((!device_resident_ || broadcasts_a() ? mi * w : 0) +
+                (!device_resident_ || broadcasts_b() ? w * nj : 0));
   }
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.
