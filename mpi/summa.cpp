@@ -50,11 +50,9 @@ class Summa final : public AlgorithmBase<Summa> {
       // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
       // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
       // GPU's whole product. The gather is not overlapped with a product: a small price over NVLink.
-      const bool along_rows = pc > 1, along_cols = pr > 1;
-      const double whole = double((along_rows ? mi * s.k : 0) + (along_cols ? (s.k + pkb_.max_size()) * nj : 0)) *
-                               size_of(o.dtype) +
+      const double whole = double(whole_k_buffer_words(mi, nj)) * size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
-      whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (along_rows || along_cols) &&
+      whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
                  (o.device_limit == 0 || whole <= double(o.device_limit));
       if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
@@ -79,9 +77,7 @@ class Summa final : public AlgorithmBase<Summa> {
 
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
     index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
-    const index_t buffers = whole_k_ ? (broadcasts_a() ? mi * s_.k : 0) +
-                                           (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0)
-                                     : panel_buffer_words(mi, nj, w);
+    const index_t buffers = whole_k_ ? whole_k_buffer_words(mi, nj) : panel_buffer_words(mi, nj, w);
     index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
     return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
   }
@@ -300,6 +296,10 @@ class Summa final : public AlgorithmBase<Summa> {
   // one product's 1.007 s in gpu-bench).
   bool broadcasts_a() const { return grid_.dim(1) > 1; }  // along process rows
   bool broadcasts_b() const { return grid_.dim(0) > 1; }  // along process columns
+  // Words of the whole-k gather: A's row of blocks, B's column of blocks and one B panel.
+  index_t whole_k_buffer_words(index_t mi, index_t nj) const {
+    return (broadcasts_a() ? mi * s_.k : 0) + (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0);
+  }
   index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
     return 2 * ((!device_resident_ || broadcasts_a() ? mi * w : 0) +
                 (!device_resident_ || broadcasts_b() ? w * nj : 0));
