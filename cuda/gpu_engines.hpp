@@ -20,6 +20,8 @@ std::vector<EngineInfo> gpu_engine_infos();
 struct TuneOptions {
   std::string file;  // empty: tuning_file_path()
   int device = 0;
+  std::vector<std::string> shapes;  // leaf shapes "MxNxK" to tune alone; empty: the square sizes
+  std::string dtype = "all";        // f32 | f64 | all
 };
 int tune_command(const TuneOptions& o, std::ostream& os);
 std::string tuning_file_path();

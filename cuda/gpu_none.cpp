@@ -4,7 +4,6 @@
 namespace distmm {
 
 std::vector<EngineInfo> gpu_engine_infos() { return {}; }
-std::string tuning_file_path() { return ""; }
 int tune_command(const TuneOptions&, std::ostream&) {
   throw UsageError("distmm was built without CUDA: rebuild with -DDISTMM_CUDA=ON to tune GPU kernels");
 }

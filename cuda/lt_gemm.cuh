@@ -128,8 +128,7 @@ class LtGemm {
   bool misfit(Dtype dt, index_t m, index_t n, index_t k) const {
     if (dt != Dtype::f32 && dt != Dtype::f64) return false;  // complex leaves: cuBLAS always
     if (m <= 0 || n <= 0 || k <= 0) return false;
-    const std::optional<GemmConfig> cfg = tuned_gemm(device_, to_string(dt), std::min({m, n, k}));
-    return cfg && !fills(*cfg, m, n);
+    return choose(to_string(dt), m, n, k).misfit;
   }
 
   // C = alpha op(A) op(B) + beta C on `stream` in the tuned configuration; false (nothing done)
@@ -157,10 +156,9 @@ class LtGemm {
     const auto key = std::make_tuple(int(dtype_of<T>()), int(ea), int(eb), m, n, k, lda, ldb, ldc);
     auto it = plans_.find(key);
     if (it == plans_.end()) {
-      const std::optional<GemmConfig> cfg =
-          tuned_gemm(device_, DtypeTraits<T>::name, std::min({m, n, k}));
+      const std::optional<GemmConfig> cfg = choose(DtypeTraits<T>::name, m, n, k).config;
       LtPlan p;
-      if (cfg && fills(*cfg, m, n)) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
+      if (cfg) p = lt_plan<T>(handle_.get(), *cfg, ta, tb, m, n, k, lda, ldb, ldc);
       it = plans_.emplace(key, std::move(p)).first;
     }
     LtPlan& p = it->second;
@@ -171,6 +169,11 @@ class LtGemm {
       return false;
     }
     return true;
+  }
+
+  LeafChoice choose(const std::string& dtype, index_t m, index_t n, index_t k) const {
+    return choose_leaf_config(tuned_gemm_shape(device_, dtype, m, n, k), tuned_gemm(device_, dtype, std::min({m, n, k})),
+                              [&](const GemmConfig& c) { return fills(c, m, n); });
   }
 
   bool fills(const GemmConfig& c, index_t m, index_t n) const {

@@ -9,7 +9,9 @@
 // workspace) is timed, the fastest few are timed again against cuBLAS's own choice, and a
 // configuration is kept only where it beats cuBLAS (lt_gemm.cuh runs it).
 #include <algorithm>
+#include <array>
 #include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "gpu_engines.hpp"
@@ -131,79 +133,105 @@ std::vector<GemmConfig> lt_candidates(cublasLtHandle_t h) {
   return out;
 }
 
+// The fastest of `pool` for an m x n x k leaf (C += A B, N N), against cuBLAS's own choice.
+struct LeafResult {
+  std::optional<GemmConfig> best;  // none: cuBLAS's choice was as fast (within 1%)
+  double best_ms = 0, cublas_ms = 0;
+  std::vector<GemmConfig> finalists;  // the best few of the first round, fastest first
+};
+
 template <class T>
-void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* dtype, std::ostream& os) {
+LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t stream, long long m, long long n,
+                     long long k, const std::vector<GemmConfig>& pool) {
+  DeviceBuffer<T> buf(static_cast<std::size_t>(m * k + k * n + m * n));
+  fill_uniform(buf.get(), m * k + k * n + m * n, stream);  // zeros would draw less power than real data
+  const T *A = buf.get(), *B = buf.get() + m * k;
+  T* C = buf.get() + m * k + k * n;
+  const T one = 1;
+  // Calls per sample: as many as 4096^2 outputs hold of this one's (16 at 1024^2, 1 from 4096^2).
+  const int reps = static_cast<int>(std::max(1.0, 4096.0 * 4096.0 / (double(m) * n)));
+  auto cublas_call = [&] {
+    static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
+    if constexpr (std::is_same_v<T, float>)
+      cublasSgemm(cub, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C, int(m));
+    else
+      cublasDgemm(cub, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C, int(m));
+  };
+  auto lt_call = [&](const LtPlan& plan) {
+    return [&, p = &plan] {
+      cublasLtMatmul(lt, p->desc.get(), &one, A, p->a.get(), B, p->b.get(), &one, C, p->c.get(), C, p->c.get(),
+                     &p->algo, nullptr, 0, stream);
+    };
+  };
+  struct Timed {
+    GemmConfig c;
+    double ms;
+  };
+  std::vector<Timed> timed;
+  for (const GemmConfig& c : pool) {
+    LtPlan p = lt_plan<T>(lt, c, Op::N, Op::N, m, n, k, m, k, m);
+    if (p.ok) timed.push_back({c, median_ms(stream, 3, reps, lt_call(p))});
+  }
+  std::sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
+  if (timed.size() > 5) timed.resize(5);
+  LeafResult r;
+  for (auto& t : timed) r.finalists.push_back(t.c);
+  // The finalists and cuBLAS, timed again under sustained load (each after about 0.2 s of
+  // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product).
+  auto sustained_ms = [&](auto&& call, double estimate_ms) {
+    const int warm = static_cast<int>(std::clamp(200.0 / estimate_ms, 1.0, 2000.0));
+    for (int i = 0; i < warm; ++i) call();
+    return median_ms(stream, 7, reps, call);
+  };
+  r.cublas_ms = sustained_ms(cublas_call, timed.empty() ? 1.0 : timed[0].ms);
+  r.best_ms = r.cublas_ms;
+  for (auto& t : timed) {
+    LtPlan p = lt_plan<T>(lt, t.c, Op::N, Op::N, m, n, k, m, k, m);
+    const double ms = sustained_ms(lt_call(p), t.ms);
+    if (ms < 0.99 * r.best_ms) r.best = t.c, r.best_ms = ms;  // 1%: not noise
+  }
+  return r;
+}
+
+void report_leaf(std::ostream& os, const std::string& what, double flops, const LeafResult& r) {
+  const double tf = flops / 1e9;
+  os << "  " << what << ": cuBLAS " << std::fixed << std::setprecision(3) << r.cublas_ms << " ms ("
+     << std::setprecision(1) << tf / r.cublas_ms << " TFLOP/s), ";
+  if (r.best)
+    os << "best algo " << r.best->algo << " tile " << r.best->tile << " stages " << r.best->stages << " swizzle "
+       << r.best->swizzle << " custom " << r.best->custom << " cluster " << r.best->cluster << ": "
+       << std::setprecision(3) << r.best_ms << " ms (" << std::setprecision(1) << tf / r.best_ms << " TFLOP/s)\n";
+  else
+    os << "cuBLAS's own choice kept\n";
+  os.unsetf(std::ios::fixed);
+}
+
+// The square leaf sizes 1024-8192 (`shapes` empty), or exactly the given m x n x k shapes: each
+// shape gets the full search, since its best tiles differ from any square size's.
+template <class T>
+void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* dtype,
+               const std::vector<std::array<long long, 3>>& shapes, std::ostream& os) {
   LtHandle lt;
   CublasHandle cub;
   CudaStream stream;
   cublas_check(cublasSetStream(cub.get(), stream.get()), "cublasSetStream");
   const std::vector<GemmConfig> all = lt_candidates<T>(lt.get());
   os << dtype << " leaf products: " << all.size() << " cuBLASLt configurations to try\n";
+  for (const auto& [m, n, k] : shapes) {
+    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), m, n, k, all);
+    report_leaf(os, shape_name(m, n, k), 2.0 * double(m) * n * k, r);
+    record_tuned_gemm_shape(file, prop.name, dtype, m, n, k, r.best, r.best_ms * 1000, r.cublas_ms * 1000);
+  }
+  if (!shapes.empty()) return;
   std::vector<GemmConfig> carried;  // the best few of the last size, tried again at the next
   for (long long n : {1024LL, 2048LL, 4096LL, 8192LL}) {
-    DeviceBuffer<T> buf(static_cast<std::size_t>(3 * n * n));
-    fill_uniform(buf.get(), 3 * n * n, stream.get());  // zeros would draw less power than real data
-    const T *A = buf.get(), *B = buf.get() + n * n;
-    T* C = buf.get() + 2 * n * n;
-    const T one = 1;
-    const int reps = static_cast<int>(std::max<long long>(1, 4096 / n * 4096 / n));
-    auto cublas_call = [&] {
-      static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
-      if constexpr (std::is_same_v<T, float>)
-        cublasSgemm(cub.get(), CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A, int(n), B, int(n), &one, C, int(n));
-      else
-        cublasDgemm(cub.get(), CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, A, int(n), B, int(n), &one, C, int(n));
-    };
-    struct Timed {
-      GemmConfig c;
-      double ms;
-    };
-    std::vector<Timed> timed;
     // The full search up to 4096; beyond, the best few of 4096 (a search there costs minutes).
-    const std::vector<GemmConfig>& pool = n <= 4096 ? all : carried;
-    for (const GemmConfig& c : pool) {
-      LtPlan p = lt_plan<T>(lt.get(), c, Op::N, Op::N, n, n, n, n, n, n);
-      if (!p.ok) continue;
-      auto call = [&] {
-        cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &one, C, p.c.get(), C,
-                       p.c.get(), &p.algo, nullptr, 0, stream.get());
-      };
-      timed.push_back({c, median_ms(stream.get(), 3, reps, call)});
-    }
-    std::sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
-    if (timed.size() > 5) timed.resize(5);
-    carried.clear();
-    for (auto& t : timed) carried.push_back(t.c);
-    // The finalists and cuBLAS, timed again under sustained load (each after about 0.2 s of
-    // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product).
-    auto sustained_ms = [&](auto&& call, double estimate_ms) {
-      const int warm = static_cast<int>(std::clamp(200.0 / estimate_ms, 1.0, 2000.0));
-      for (int i = 0; i < warm; ++i) call();
-      return median_ms(stream.get(), 7, reps, call);
-    };
-    const double cublas_ms = sustained_ms(cublas_call, timed.empty() ? 1.0 : timed[0].ms);
-    std::optional<GemmConfig> best;
-    double best_ms = cublas_ms;
-    for (auto& t : timed) {
-      LtPlan p = lt_plan<T>(lt.get(), t.c, Op::N, Op::N, n, n, n, n, n, n);
-      double ms = sustained_ms([&] {
-        cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &one, C, p.c.get(), C,
-                       p.c.get(), &p.algo, nullptr, 0, stream.get());
-      }, t.ms);
-      if (ms < 0.99 * best_ms) best = t.c, best_ms = ms;  // 1%: not noise
-    }
-    const double tf = 2.0 * double(n) * n * n / 1e9;
-    os << "  n " << std::setw(5) << n << ": cuBLAS " << std::fixed << std::setprecision(3) << cublas_ms
-       << " ms (" << std::setprecision(1) << tf / cublas_ms << " TFLOP/s), ";
-    if (best)
-      os << "best algo " << best->algo << " tile " << best->tile << " stages " << best->stages
-         << " swizzle " << best->swizzle << " custom " << best->custom << " cluster " << best->cluster
-         << ": " << std::setprecision(3) << best_ms << " ms (" << std::setprecision(1) << tf / best_ms
-         << " TFLOP/s)\n";
-    else
-      os << "cuBLAS's own choice kept\n";
-    os.unsetf(std::ios::fixed);
-    record_tuned_gemm(file, prop.name, dtype, n, best, best_ms * 1000, cublas_ms * 1000);
+    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), n, n, n, n <= 4096 ? all : carried);
+    carried = r.finalists;
+    std::ostringstream what;
+    what << "n " << std::setw(5) << n;
+    report_leaf(os, what.str(), 2.0 * double(n) * n * n, r);
+    record_tuned_gemm(file, prop.name, dtype, n, r.best, r.best_ms * 1000, r.cublas_ms * 1000);
   }
 }
 
@@ -220,6 +248,12 @@ void for_each_real_dtype(F&& f) {
 }  // namespace
 
 int tune_command(const TuneOptions& o, std::ostream& os) {
+  std::vector<std::array<long long, 3>> shapes;
+  for (const std::string& text : o.shapes) {
+    const auto s = parse_shape_name(text);
+    if (!s) throw UsageError("--shapes '" + text + "': give each leaf as MxNxK with positive sizes, e.g. 6144x3072x6144");
+    shapes.push_back(*s);
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw UsageError("distmm tune needs a CUDA GPU and none is visible");
@@ -227,15 +261,18 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   cudaDeviceProp prop;
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
   const std::string file = o.file.empty() ? tuning_file_path() : o.file;
-  os << "tuning the addition kernels on " << prop.name << " (" << prop.multiProcessorCount
-     << " SMs, " << prop.maxThreadsPerMultiProcessor << " threads/SM)\n";
+  os << "tuning " << (shapes.empty() ? "the addition kernels and leaf products" : "the given leaf shapes") << " on "
+     << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.maxThreadsPerMultiProcessor
+     << " threads/SM)\n";
+  auto chosen = [&](const char* dtype) { return o.dtype == "all" || o.dtype == dtype; };
+  if (o.shapes.empty())
+    for_each_real_dtype([&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (chosen(DtypeTraits<T>::name)) tune_dtype<T>(prop, file, DtypeTraits<T>::name, os);
+    });
   for_each_real_dtype([&](auto tag) {
     using T = typename decltype(tag)::type;
-    tune_dtype<T>(prop, file, DtypeTraits<T>::name, os);
-  });
-  for_each_real_dtype([&](auto tag) {
-    using T = typename decltype(tag)::type;
-    tune_gemm<T>(prop, file, DtypeTraits<T>::name, os);
+    if (chosen(DtypeTraits<T>::name)) tune_gemm<T>(prop, file, DtypeTraits<T>::name, shapes, os);
   });
   os << "written to " << file << "\n";
   return 0;

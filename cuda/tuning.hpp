@@ -2,6 +2,7 @@
 // best cuBLASLt configuration of the leaf products, by size, as found by `distmm tune`
 // (tune.cu). Plain C++ (tuning_file.cpp), no CUDA types.
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 
@@ -47,9 +48,41 @@ struct GemmConfig {
 // The configuration tuned for this device and dtype at the largest tuned size <= n (the smallest
 // dimension of the product); none when the file has none or cuBLAS's own choice was the best.
 std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n);
+// A leaf shape tuned on its own (`distmm tune --shapes`). The leaves of a rectangular local
+// product fill the waves unlike any square size: two GPUs' SUMMA halves of f32 49152 have
+// 6144 x 3072 x 6144 leaves at 3 levels, and ran 12% over half of the square product's time.
+struct ShapeTuning {
+  bool tuned = false;                // the file has an entry for exactly this m x n x k
+  std::optional<GemmConfig> config;  // its configuration; none where cuBLAS's own choice won
+};
+// From the tuning file the engines read (once per process), or from `file` where given.
+ShapeTuning tuned_gemm_shape(const std::string& device, const std::string& dtype, long long m, long long n,
+                             long long k, const std::string& file = "");
+// The configuration an m x n x k leaf runs, from the entry tuned at exactly its shape (even none,
+// where cuBLAS's own choice won there) or else the one tuned at its size, where its tiles fill
+// the waves (`fills`). `misfit`: a size-tuned configuration exists that this leaf does not fill
+// (gpu-winograd's automatic levels avoid such leaves).
+struct LeafChoice {
+  std::optional<GemmConfig> config;  // none: cuBLAS's own choice
+  bool misfit = false;
+};
+template <class Fills>
+LeafChoice choose_leaf_config(const ShapeTuning& shape, const std::optional<GemmConfig>& sized, Fills fills) {
+  if (shape.tuned) return {shape.config, false};
+  if (sized && !fills(*sized)) return {std::nullopt, true};
+  return {sized, false};
+}
+// "6144x3072x6144": the shape's name in the file and on the command line, and back (none
+// unless three positive sizes).
+std::string shape_name(long long m, long long n, long long k);
+std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text);
 // Records the best configuration for size n (none: cuBLAS's heuristic choice won) with the
 // times of the best and of cuBLAS's choice.
 void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
                        long long n, std::optional<GemmConfig> best, double micros, double cublas_micros);
+// The same for one m x n x k leaf shape.
+void record_tuned_gemm_shape(const std::string& path, const std::string& device, const std::string& dtype,
+                             long long m, long long n, long long k, std::optional<GemmConfig> best,
+                             double micros, double cublas_micros);
 
 }  // namespace distmm

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -79,25 +80,22 @@ void record_tuned_shape(const std::string& path, const std::string& device,
   save(path, j);
 }
 
-std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
-  // A kernel tuned at 1024 can be slow on 512^3 products: below the smallest tuned size, none.
-  long long size = 0;
-  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false, &size);
-  if (!e || !e->contains("algo") || (*e)["algo"].is_null()) return std::nullopt;
+namespace {
+// A configuration entry as record_gemm_entry writes it; none where cuBLAS's own choice won.
+std::optional<GemmConfig> gemm_entry(const nlohmann::json& e, long long size) {
+  if (!e.contains("algo") || e["algo"].is_null()) return std::nullopt;
   GemmConfig c;
   c.size = size;
-  c.algo = (*e)["algo"];
-  c.tile = e->value("tile", 0);
-  c.stages = e->value("stages", 0);
-  c.swizzle = e->value("swizzle", 0);
-  c.custom = e->value("custom", 0);
-  c.cluster = e->value("cluster", 0);
+  c.algo = e["algo"];
+  c.tile = e.value("tile", 0);
+  c.stages = e.value("stages", 0);
+  c.swizzle = e.value("swizzle", 0);
+  c.custom = e.value("custom", 0);
+  c.cluster = e.value("cluster", 0);
   return c;
 }
 
-void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
-                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros) {
-  nlohmann::json j = load(path);
+nlohmann::json gemm_record(const std::optional<GemmConfig>& best, double micros, double cublas_micros) {
   nlohmann::json e = {{"micros", micros}, {"cublas_micros", cublas_micros}};
   if (best) {
     e["algo"] = best->algo, e["tile"] = best->tile, e["stages"] = best->stages;
@@ -105,7 +103,61 @@ void record_tuned_gemm(const std::string& path, const std::string& device, const
   } else {
     e["algo"] = nullptr;  // cuBLAS's own choice was the fastest
   }
-  j[device]["gemm-" + dtype][std::to_string(n)] = e;
+  return e;
+}
+
+// Shapes live under their own key: entry_at reads every key of "gemm-<dtype>" as a size.
+std::string shapes_key(const std::string& dtype) { return "gemm-" + dtype + "-shapes"; }
+}  // namespace
+
+std::string shape_name(long long m, long long n, long long k) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text) {
+  std::array<long long, 3> v{};
+  std::size_t at = 0;
+  for (int d = 0; d < 3; ++d) {
+    if (d > 0 && (at >= text.size() || (text[at] != 'x' && text[at] != 'X'))) return std::nullopt;
+    if (d > 0) ++at;
+    const std::size_t from = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    if (at == from || at - from > 12) return std::nullopt;
+    v[d] = std::stoll(text.substr(from, at - from));
+    if (v[d] <= 0) return std::nullopt;
+  }
+  if (at != text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
+  // A kernel tuned at 1024 can be slow on 512^3 products: below the smallest tuned size, none.
+  long long size = 0;
+  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false, &size);
+  return e ? gemm_entry(*e, size) : std::nullopt;
+}
+
+ShapeTuning tuned_gemm_shape(const std::string& device, const std::string& dtype, long long m, long long n,
+                             long long k, const std::string& file) {
+  const nlohmann::json read = file.empty() ? nlohmann::json() : load(file);
+  const nlohmann::json& j = file.empty() ? tuning() : read;
+  const std::string key = shapes_key(dtype), shape = shape_name(m, n, k);
+  if (!j.contains(device) || !j[device].contains(key) || !j[device][key].contains(shape)) return {};
+  return {true, gemm_entry(j[device][key][shape], 0)};
+}
+
+void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
+                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros) {
+  nlohmann::json j = load(path);
+  j[device]["gemm-" + dtype][std::to_string(n)] = gemm_record(best, micros, cublas_micros);
+  save(path, j);
+}
+
+void record_tuned_gemm_shape(const std::string& path, const std::string& device, const std::string& dtype,
+                             long long m, long long n, long long k, std::optional<GemmConfig> best,
+                             double micros, double cublas_micros) {
+  nlohmann::json j = load(path);
+  j[device][shapes_key(dtype)][shape_name(m, n, k)] = gemm_record(best, micros, cublas_micros);
   save(path, j);
 }
 

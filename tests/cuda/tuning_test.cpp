@@ -1,7 +1,10 @@
 // The wave fill that decides where a tuned leaf configuration still applies, and the levels it
 // leads gpu-winograd to (cuda/tuning.hpp):
-// plain arithmetic, checked in every build.
+// plain arithmetic, checked in every build; and the tuning file's leaf shapes (tuning_file.cpp).
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
 
 #include "cuda/tuning.hpp"
 
@@ -40,4 +43,72 @@ TEST(WaveFill, DeepestFittingLevel) {
   // Never below one level.
   EXPECT_EQ(deepest_fitting_level(2, [](int l) { return l == 2; }), 1);
   EXPECT_EQ(deepest_fitting_level(1, [](int) { return true; }), 1);
+}
+
+TEST(TunedShapes, NamesParseBack) {
+  EXPECT_EQ(shape_name(6144, 3072, 6144), "6144x3072x6144");
+  const auto s = parse_shape_name("6144x3072x6144");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ((*s)[0], 6144);
+  EXPECT_EQ((*s)[1], 3072);
+  EXPECT_EQ((*s)[2], 6144);
+  EXPECT_TRUE(parse_shape_name("1X7x1").has_value());
+  for (const char* bad : {"", "6144", "6144x3072", "6144x3072x6144x1", "0x1x1", "1x-2x3", "ax1x1", " 1x2x3",
+                          "1x2x3 ", "1xx2x3", "1x2x9999999999999"})
+    EXPECT_FALSE(parse_shape_name(bad).has_value()) << "'" << bad << "'";
+}
+
+TEST(TunedShapes, RecordedShapesReadBackExactly) {
+  const std::string file = ::testing::TempDir() + "distmm_tuned_shapes_test.json";
+  std::remove(file.c_str());
+  GemmConfig c;
+  c.algo = 55, c.tile = 24, c.stages = 31, c.swizzle = 1, c.custom = 2, c.cluster = 5;
+  record_tuned_gemm(file, "GPU", "f32", 4096, c, 10.0, 11.0);  // a square size beside them
+  record_tuned_gemm_shape(file, "GPU", "f32", 6144, 3072, 6144, c, 5.0, 6.0);
+  record_tuned_gemm_shape(file, "GPU", "f32", 4096, 2048, 4096, std::nullopt, 3.0, 3.0);
+  const ShapeTuning hit = tuned_gemm_shape("GPU", "f32", 6144, 3072, 6144, file);
+  ASSERT_TRUE(hit.tuned);
+  ASSERT_TRUE(hit.config.has_value());
+  EXPECT_EQ(hit.config->algo, 55);
+  EXPECT_EQ(hit.config->tile, 24);
+  EXPECT_EQ(hit.config->stages, 31);
+  EXPECT_EQ(hit.config->swizzle, 1);
+  EXPECT_EQ(hit.config->custom, 2);
+  EXPECT_EQ(hit.config->cluster, 5);
+  // cuBLAS's own choice won at this shape: tuned, with no configuration.
+  const ShapeTuning kept = tuned_gemm_shape("GPU", "f32", 4096, 2048, 4096, file);
+  EXPECT_TRUE(kept.tuned);
+  EXPECT_FALSE(kept.config.has_value());
+  // Only the exact shape, dtype and device.
+  EXPECT_FALSE(tuned_gemm_shape("GPU", "f32", 3072, 6144, 6144, file).tuned);
+  EXPECT_FALSE(tuned_gemm_shape("GPU", "f64", 6144, 3072, 6144, file).tuned);
+  EXPECT_FALSE(tuned_gemm_shape("other", "f32", 6144, 3072, 6144, file).tuned);
+  EXPECT_FALSE(tuned_gemm_shape("GPU", "f32", 4096, 4096, 4096, file).tuned);
+  std::remove(file.c_str());
+}
+
+TEST(TunedShapes, AShapeEntryOverridesTheSizeRule) {
+  GemmConfig sized, shaped;
+  sized.algo = 1, shaped.algo = 2;
+  auto fills = [](const GemmConfig&) { return true; };
+  auto does_not_fill = [](const GemmConfig&) { return false; };
+  // No shape entry: the size's configuration where it fills, else none and misfit.
+  LeafChoice c = choose_leaf_config({}, sized, fills);
+  ASSERT_TRUE(c.config.has_value());
+  EXPECT_EQ(c.config->algo, 1);
+  EXPECT_FALSE(c.misfit);
+  c = choose_leaf_config({}, sized, does_not_fill);
+  EXPECT_FALSE(c.config.has_value());
+  EXPECT_TRUE(c.misfit);
+  c = choose_leaf_config({}, std::nullopt, does_not_fill);
+  EXPECT_FALSE(c.config.has_value());
+  EXPECT_FALSE(c.misfit);
+  // A shape entry was measured at this shape: it runs whatever the fill, and is never misfit.
+  c = choose_leaf_config({true, shaped}, sized, does_not_fill);
+  ASSERT_TRUE(c.config.has_value());
+  EXPECT_EQ(c.config->algo, 2);
+  EXPECT_FALSE(c.misfit);
+  c = choose_leaf_config({true, std::nullopt}, sized, fills);  // cuBLAS's choice won there
+  EXPECT_FALSE(c.config.has_value());
+  EXPECT_FALSE(c.misfit);
 }
