@@ -31,6 +31,12 @@ class DeviceGemm {
   // The same with the type as a value (A, B and C are device pointers; alpha and beta host
   // ones). Throws UsageError for a dtype the engine lacks.
   virtual void gemm_device_call(const GemmCall& call) = 0;
+  // The same with part of op(A) still on its way (PendingColumns); an engine that cannot start
+  // on part of A waits for all of it first.
+  virtual void gemm_device_pending(const GemmCall& call, const PendingColumns& pending) {
+    pending.wait_rest();
+    gemm_device_call(call);
+  }
   virtual cudaStream_t stream() const = 0;
 };
 
@@ -112,9 +118,6 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<CublasHandle> handle_;
 
- private:
-  Derived& derived() { return static_cast<Derived&>(*this); }
-  static constexpr std::size_t slot(Dtype d) { return static_cast<std::size_t>(d); }
   // f(TypeTag<T>{}) for a dtype of Derived::kDtypes; UsageError for the others.
   template <class F>
   void typed(Dtype d, F&& f) {
@@ -124,6 +127,10 @@ class GpuEngineBase : public Engine, public DeviceGemm {
       else throw_unsupported_dtype(this->name(), Derived::kDtypes, d);
     });
   }
+
+ private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  static constexpr std::size_t slot(Dtype d) { return static_cast<std::size_t>(d); }
 
   // Host operands go through pinned buffers to device buffers, two sets used in turn: while the
   // product of one call runs, the next call packs and copies its operands into the other set

@@ -217,10 +217,21 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
 
+  void gemm_device_pending(const GemmCall& c, const PendingColumns& pending) override {
+    this->typed(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cuda_check(cudaSetDevice(this->device_), "cudaSetDevice");
+      with_typed_args<T>(c, [&](auto... a) { this->template device_run<T>(a..., &pending); });
+    });
+  }
+
   template <class T>
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
-                  const T* B, index_t ldb, T beta, T* C, index_t ldc) {
-    if (m <= 0 || n <= 0) return;
+                  const T* B, index_t ldb, T beta, T* C, index_t ldc, const PendingColumns* pending = nullptr) {
+    if (m <= 0 || n <= 0) {
+      if (pending) pending->wait_rest();
+      return;
+    }
     const int levels = levels_for(m, n, k, dtype_of<T>());
     arena_.reserve(arena_bytes<T>(m, n, k, levels));
     if (emulation_) {
@@ -236,7 +247,7 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     GpuBackend be{streams_, this->o_.tuned_leaves ? &lt_ : nullptr,
                   tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows), emulation_.get()};
     Recursion<T, Schedule, GpuBackend> r({levels, 2}, reinterpret_cast<T*>(arena_.get()), be);
-    r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta);
+    r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta, pending);
     levels_run_ = std::max(levels_run_, r.levels_run());
   }
 

@@ -237,12 +237,13 @@ class Summa final : public AlgorithmBase<Summa> {
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
     const int steps = static_cast<int>(panels_.size()) + 1;
-    // Panels [t0, t1) gathered on the comm lane.
-    auto gather = [&](std::size_t t0, std::size_t t1) {
+    // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
+    // there too, unless already done).
+    auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
       // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
       // sends at once (on two GPUs both NVLink directions work, not one after the other).
       if (along_rows) {
-        for (std::size_t t = t0; t < t1; ++t)
+        for (std::size_t t = t0; t < t1 && !own_a_in_place; ++t)
           if (const Panel& p = panels_[t]; j == p.owner_col)
             sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
         dev_row_->group_start();
@@ -266,9 +267,22 @@ class Summa final : public AlgorithmBase<Summa> {
       sp.gemm<T>(Op::N, Op::N, mi, nj, kw, alpha, (along_rows ? afull : A.data) + k0 * lda, lda,
                  (along_cols ? bfull : B.data) + k0, ldb, b0, C.data, C.ld);
     };
+    const int rest = rest_mark();
+    if (rest < 0 && along_rows && !along_cols) {
+      // Only A is gathered: its own columns go into place on the compute lane, and the product
+      // starts on them while the others arrive (gemm_pending_a: gpu-winograd's top level begins
+      // with the two of its seven products that read one k-half of A alone, which on a 1 x 2
+      // grid is this rank's). Other engines wait for the gather, as before.
+      sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j), Lane::compute);
+      sp.comm_waits_for_compute();  // the operands are ready, this rank's columns in place
+      gather(0, panels_.size(), true);
+      sp.gemm_pending_a({dtype_of<T>(), Op::N, Op::N, mi, nj, k, &alpha, afull, lda, B.data, ldb, &beta, C.data, C.ld},
+                        ka0, ka0 + pka_.size(j));
+      step_done(steps, steps);
+      return;
+    }
     // Operands beyond k_prefix still on their way (a streamed first stage): the product of the
     // panels before `rest_from` first, while the rest comes in and is gathered.
-    const int rest = rest_mark();
     const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
     const bool split = rest_from > 0 && rest_from < panels_.size();
     sp.comm_waits_for_compute();  // the operands are ready

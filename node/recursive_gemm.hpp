@@ -9,6 +9,9 @@
 //   static constexpr int kTemps[3];            // temporaries of A-, B- and C-quadrant size
 //   static constexpr bool kSumTempsFitC;       // A/B temporaries also serve as C-size outputs
 //   step(R&, depth, A, B, C, alpha, accumulate, Temps&)   // the 7 products and their additions
+// and optionally, with kStartsOnHalfA = true,
+//   step_pending(R&, depth, A, B, C, alpha, accumulate, Temps&, half, wait)
+// the same with only k-half `half` of A at hand until wait() (PendingColumns),
 // and calls r.multiply(depth + 1, ...) for each product and r.combine / R::sums for additions.
 // A backend runs the leaves and the additions: CpuBackend (BLAS + OpenMP passes) here,
 // the GPU backend (cuBLAS + fused CUDA kernels) in cuda/gpu_strassen.cu, so one schedule serves
@@ -18,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../src/core/matrix.hpp"
@@ -72,6 +76,12 @@ struct CpuBackend {
   void join() {}
 };
 
+// Whether a schedule can start its top level on one k-half of A (Schedule::kStartsOnHalfA).
+template <class S, class = void>
+struct starts_on_half_a : std::false_type {};
+template <class S>
+struct starts_on_half_a<S, std::void_t<decltype(S::kStartsOnHalfA)>> : std::bool_constant<S::kStartsOnHalfA> {};
+
 template <class T, class Schedule, class Backend = CpuBackend>
 class Recursion {
  public:
@@ -90,26 +100,40 @@ class Recursion {
     return total;
   }
 
-  // C = alpha op(A) op(B) + beta C.
-  void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta) {
+  // C = alpha op(A) op(B) + beta C; with `pending`, part of op(A) arrives during the call.
+  void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta, const PendingColumns* pending = nullptr) {
     carve(C.rows, C.cols, A.cols);
     bool acc = beta != T(0);
     if (acc && beta != T(1)) be_.scale(C.rows, C.cols, C.p, C.ld, beta);
-    multiply(0, A, B, C, alpha, acc);
+    multiply(0, A, B, C, alpha, acc, pending);
   }
 
-  // C = alpha op(A) op(B) [+ C], at recursion depth `depth`.
-  void multiply(int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc) {
+  // C = alpha op(A) op(B) [+ C], at recursion depth `depth` (`pending` at the top alone).
+  void multiply(int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
+                const PendingColumns* pending = nullptr) {
     const index_t m = C.rows, n = C.cols, k = A.cols;
     if (depth >= p_.levels || std::min({m, n, k}) < std::max<index_t>(p_.cutoff, 2)) {
+      if (pending) pending->wait_rest();
       leaf(A, B, C, alpha, acc);
       return;
     }
     // Dynamic peeling: recurse on the even core, then fix the odd row, column and k-slice.
     const index_t me = m & ~index_t(1), ne = n & ~index_t(1), ke = k & ~index_t(1);
     levels_run_ = std::max(levels_run_, depth + 1);
-    Schedule::step(*this, depth, A.sub(0, 0, me, ke), B.sub(0, 0, ke, ne), C.sub(0, 0, me, ne),
-                   alpha, acc, temps_[depth]);
+    // The ready columns as one k-half of the step (the peeled column k - 1 belongs to neither,
+    // and is read after it); anything else waits for all of A first.
+    int half = -1;
+    if (pending && starts_on_half_a<Schedule>::value)
+      half = pending->k0 == 0 && pending->k1 == ke / 2 ? 0 : pending->k0 == ke / 2 && pending->k1 == ke ? 1 : -1;
+    if (pending && half < 0) pending->wait_rest();
+    if constexpr (starts_on_half_a<Schedule>::value) {
+      if (half >= 0)
+        Schedule::step_pending(*this, depth, A.sub(0, 0, me, ke), B.sub(0, 0, ke, ne), C.sub(0, 0, me, ne), alpha,
+                               acc, temps_[depth], half, pending->wait_rest);
+    }
+    if (half < 0)
+      Schedule::step(*this, depth, A.sub(0, 0, me, ke), B.sub(0, 0, ke, ne), C.sub(0, 0, me, ne), alpha, acc,
+                     temps_[depth]);
     if (ke < k)  // C_core += alpha A(:, k-1) B(k-1, :)
       leaf(A.sub(0, ke, me, 1), B.sub(ke, 0, 1, ne), C.sub(0, 0, me, ne), alpha, true);
     if (me < m) leaf(A.sub(me, 0, 1, k), B, C.sub(me, 0, 1, n), alpha, acc);

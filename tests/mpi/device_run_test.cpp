@@ -92,6 +92,23 @@ TEST(DeviceRun, ExactOnEveryShapeDtypeAndEngine) {
         }
 }
 
+// SUMMA on a 1 x P grid gathers A alone, and the engine starts on the rank's own columns
+// (gemm_pending_a): on two ranks each owns one k-half of an even k, where gpu-winograd begins
+// with the products of that half and waits for the gather only then. Even k, odd m and n
+// (peeled), beta != 0; exact on integer inputs, on a GPU and on the emulated device alike.
+TEST(DeviceRun, SummaStartsOnItsOwnHalfOfA) {
+  const int P = world_size();
+  for (Dtype dt : {Dtype::f64, Dtype::f32, Dtype::c64})
+    for (const Case& c : {Case{40, 34 * P, 64}, Case{41, 33 * P, 64}, Case{64, 64, 130}}) {
+      const std::string what = std::string(to_string(dt)) + " " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                               std::to_string(c.k) + " P=" + std::to_string(P);
+      RunReport r = run_case("summa", "gpu-winograd", dt, c, Verify::full, 3.0);
+      EXPECT_TRUE(r.passed) << what;
+      EXPECT_EQ(r.max_abs, 0.0) << what;
+      if (P == 2) EXPECT_EQ(r.layout, "1x2 grid, 2 panels of <= " + std::to_string(c.k) + ", gathered into one whole-k product") << what;
+    }
+}
+
 // Every cuboid grid of P ranks (uneven parts travel padded through NCCL's equal-part
 // collectives), with one and with three sequential k-steps.
 TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {

@@ -4,10 +4,14 @@
 // exact, so results must equal BLAS's bit for bit; uniform inputs check the error bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "node/blas.hpp"
 #include "node/engine.hpp"
+#include "node/recursive_gemm.hpp"
+#include "node/winograd.hpp"
 #include "src/core/random.hpp"
 
 using namespace distmm;
@@ -103,6 +107,57 @@ TYPED_TEST(StrassenEngines, UniformInputsWithinTheLevelBound) {
       EXPECT_EQ(e->error_growth(), std::pow(per_level, levels));
       EXPECT_GT(diff, 0.0) << name << ": a recursion that changes nothing is not recursing";
     }
+}
+
+// Winograd's top level with one k-half of op(A) at hand (PendingColumns): the other half holds
+// NaN until wait_rest() writes it, so a product or sum that read it early would leave NaN in C.
+// Exact on integer inputs, one wait per call; columns that are not a k-half of the step (odd
+// splits, three-way owners) wait first.
+TYPED_TEST(StrassenEngines, WinogradStartsOnEitherHalfOfAAndWaitsOnce) {
+  using T = TypeParam;
+  static_assert(starts_on_half_a<WinogradSchedule>::value, "the pending schedule is the one under test");
+  const Case cases[] = {{8, 8, 8}, {17, 19, 24}, {33, 40, 7}, {64, 64, 64}, {61, 3, 98}, {1, 5, 6}, {127, 131, 129}};
+  for (int levels = 0; levels <= 3; ++levels)
+    for (const Case& c : cases)
+      for (Op ta : ops<T>())
+        for (int split = 0; split < 4; ++split)  // half 0, half 1, a third (no half), all of k
+          for (auto [alpha, beta] : {std::pair<double, double>{1.0, 0.0}, {-2.0, 1.0}, {3.0, -0.5}}) {
+            const index_t ke = c.k & ~index_t(1);
+            const index_t k0 = split == 1 ? ke / 2 : 0;
+            const index_t k1 = split == 0 ? ke / 2 : split == 1 ? ke : split == 2 ? c.k / 3 : c.k;
+            Matrix<T> A(ta == Op::N ? c.m : c.k, ta == Op::N ? c.k : c.m), B(c.k, c.n);
+            Matrix<T> C(c.m, c.n), R(c.m, c.n);
+            fill(A, Stream::A, Fill::integer), fill(B, Stream::B, Fill::integer);
+            fill(C, Stream::C, Fill::integer), fill(R, Stream::C, Fill::integer);
+            Matrix<T> whole(A.rows(), A.cols());
+            std::copy(A.data(), A.data() + A.size(), whole.data());
+            // op(A)'s column j outside [k0, k1): A's column j, or its row j when transposed
+            auto late = [&](Matrix<T>& M, const Matrix<T>& from) {
+              for (index_t j = 0; j < c.k; ++j)
+                if (j < k0 || j >= k1)
+                  for (index_t i = 0; i < c.m; ++i) {
+                    const index_t r = ta == Op::N ? i : j, q = ta == Op::N ? j : i;
+                    M.data()[r + q * M.ld()] = from.data()[r + q * from.ld()];
+                  }
+            };
+            Matrix<T> nan(A.rows(), A.cols());
+            for (index_t t = 0; t < nan.size(); ++t) nan.data()[t] = T(std::numeric_limits<real_t<T>>::quiet_NaN());
+            late(A, nan);
+            int waits = 0;
+            PendingColumns pending{k0, k1, [&] { ++waits, late(A, whole); }};
+            std::vector<T> arena(std::size_t(Recursion<T, WinogradSchedule>::workspace_elems(c.m, c.n, c.k, levels, 2)) + 1);
+            CpuBackend be;
+            Recursion<T, WinogradSchedule> rec({levels, 2}, arena.data(), be);
+            rec.gemm({A.data(), A.ld(), ta, c.m, c.k}, {B.data(), B.ld(), Op::N, c.k, c.n}, {C.data(), C.ld(), c.m, c.n},
+                     T(alpha), T(beta), &pending);
+            blas_gemm<T>(ta, Op::N, c.m, c.n, c.k, T(alpha), whole.data(), whole.ld(), B.data(), B.ld(), T(beta),
+                         R.data(), R.ld());
+            EXPECT_EQ(waits, 1);
+            for (index_t t = 0; t < C.size(); ++t)
+              ASSERT_EQ(C.data()[t], R.data()[t]) << "L=" << levels << " " << c.m << "x" << c.n << "x" << c.k
+                                                  << " ta=" << int(ta) << " ready [" << k0 << ", " << k1
+                                                  << ") alpha=" << alpha << " beta=" << beta << " at " << t;
+          }
 }
 
 TEST(Tilings, ExactOnIntegerInputsWithSmallBlocksAndCaches) {
