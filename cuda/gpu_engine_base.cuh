@@ -31,9 +31,9 @@ class DeviceGemm {
   // The same with the type as a value (A, B and C are device pointers; alpha and beta host
   // ones). Throws UsageError for a dtype the engine lacks.
   virtual void gemm_device_call(const GemmCall& call) = 0;
-  // The same with part of op(A) still on its way (PendingColumns); an engine that cannot start
+  // The same with part of op(A) still on its way (PartlyReadyA); an engine that cannot start
   // on part of A waits for all of it first.
-  virtual void gemm_device_pending(const GemmCall& call, const PendingColumns& pending) {
+  virtual void gemm_device_pending(const GemmCall& call, const PartlyReadyA& pending) {
     pending.wait_rest();
     gemm_device_call(call);
   }
@@ -90,11 +90,7 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     });
   }
   void gemm_device_call(const GemmCall& c) override {
-    typed(c.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-      with_typed_args<T>(c, [&](auto... a) { derived().template device_run<T>(a...); });
-    });
+    with_device_args(c, [&](auto... a) { derived().device_run(a...); });
   }
 
   void hold_output_call(Dtype dt, void* C, index_t rows, index_t cols, index_t ldc) override {
@@ -118,6 +114,20 @@ class GpuEngineBase : public Engine, public DeviceGemm {
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<CublasHandle> handle_;
 
+  // f(ta, tb, m, n, k, alpha, A, ...) with a device call's typed arguments, on this engine's
+  // device (gemm_device_call and the engines' other device entries).
+  template <class F>
+  void with_device_args(const GemmCall& c, F&& f) {
+    typed(c.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+      with_typed_args<T>(c, f);
+    });
+  }
+
+ private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+  static constexpr std::size_t slot(Dtype d) { return static_cast<std::size_t>(d); }
   // f(TypeTag<T>{}) for a dtype of Derived::kDtypes; UsageError for the others.
   template <class F>
   void typed(Dtype d, F&& f) {
@@ -127,10 +137,6 @@ class GpuEngineBase : public Engine, public DeviceGemm {
       else throw_unsupported_dtype(this->name(), Derived::kDtypes, d);
     });
   }
-
- private:
-  Derived& derived() { return static_cast<Derived&>(*this); }
-  static constexpr std::size_t slot(Dtype d) { return static_cast<std::size_t>(d); }
 
   // Host operands go through pinned buffers to device buffers, two sets used in turn: while the
   // product of one call runs, the next call packs and copies its operands into the other set

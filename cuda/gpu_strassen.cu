@@ -4,7 +4,8 @@
 // multi-output addition kernels of gpu_kernels.cuh, tuned per device (tune.cu). The workspace of
 // every depth is one device allocation, reused across calls (seed 001). Leaf products run in the
 // cuBLASLt configuration tuned for their size (lt_gemm.cuh), and the independent leaf products
-// of a step (Winograd's P1 and P2; P5, P6 and P7; P3 and P4) on several streams.
+// of a step (Winograd's P1 and P2; P5, P6 and P7; P3 and P4; with one k-half of A ready first,
+// gemm_device_pending, P1 and P7 or P2 and P4 go first) on several streams.
 // Levels: --levels L, or seed 003's thresholds: below tau1 plain cuBLAS; from tau1 one level, and
 // one more for every halving that stays at or above tau2.
 #include <cmath>
@@ -217,17 +218,13 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     return leaf + dispatch(dt, [&](auto tag) { return arena_bytes<typename decltype(tag)::type>(m, n, k, L); });
   }
 
-  void gemm_device_pending(const GemmCall& c, const PendingColumns& pending) override {
-    this->typed(c.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      cuda_check(cudaSetDevice(this->device_), "cudaSetDevice");
-      with_typed_args<T>(c, [&](auto... a) { this->template device_run<T>(a..., &pending); });
-    });
+  void gemm_device_pending(const GemmCall& c, const PartlyReadyA& pending) override {
+    this->with_device_args(c, [&](auto... a) { device_run(a..., &pending); });
   }
 
   template <class T>
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
-                  const T* B, index_t ldb, T beta, T* C, index_t ldc, const PendingColumns* pending = nullptr) {
+                  const T* B, index_t ldb, T beta, T* C, index_t ldc, const PartlyReadyA* pending = nullptr) {
     if (m <= 0 || n <= 0) {
       if (pending) pending->wait_rest();
       return;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -148,8 +149,9 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   const T *A = buf.get(), *B = buf.get() + m * k;
   T* C = buf.get() + m * k + k * n;
   const T one = 1;
-  // Calls per sample: as many as 4096^2 outputs hold of this one's (16 at 1024^2, 1 from 4096^2).
-  const int reps = static_cast<int>(std::max(1.0, 4096.0 * 4096.0 / (double(m) * n)));
+  // Calls per sample: as many as 4096^2 outputs hold of this one's (16 at 1024^2, 1 from 4096^2),
+  // at most 256 (tiny shapes).
+  const int reps = static_cast<int>(std::clamp(4096.0 * 4096.0 / (double(m) * n), 1.0, 256.0));
   auto cublas_call = [&] {
     static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
     if constexpr (std::is_same_v<T, float>)
@@ -252,6 +254,9 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   for (const std::string& text : o.shapes) {
     const auto s = parse_shape_name(text);
     if (!s) throw UsageError("--shapes '" + text + "': give each leaf as MxNxK with positive sizes, e.g. 6144x3072x6144");
+    if (std::max({(*s)[0], (*s)[1], (*s)[2]}) > std::numeric_limits<int>::max())
+      throw UsageError("--shapes '" + text + "': cuBLAS takes sizes up to " +
+                       std::to_string(std::numeric_limits<int>::max()) + "; give smaller leaves");
     shapes.push_back(*s);
   }
   int count = 0;

@@ -291,8 +291,8 @@ class GpuDeviceSpace final : public DeviceSpace {
   void gemm(const GemmCall& call) override {
     if (call.m > 0 && call.n > 0) gemm_.gemm_device_call(with_checked_lds(call));
   }
-  void gemm_pending_a(const GemmCall& call, index_t k0, index_t k1) override {
-    const PendingColumns pending{k0, k1, [this] { compute_waits_for_comm(); }};
+  void gemm_pending_a(const GemmCall& call, index_t ready_k0, index_t ready_k1) override {
+    const PartlyReadyA pending{ready_k0, ready_k1, [this] { compute_waits_for_comm(); }};
     if (call.m > 0 && call.n > 0) gemm_.gemm_device_pending(with_checked_lds(call), pending);
     else compute_waits_for_comm();
   }

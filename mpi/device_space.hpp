@@ -183,11 +183,12 @@ class DeviceSpace {
   virtual void zero(void* p, std::size_t bytes, Lane lane) = 0;
   // The local engine's product, on the compute lane (device pointers).
   virtual void gemm(const GemmCall& call) = 0;
-  // The same while op(A)'s columns outside [k0, k1) still arrive on the comm lane: an engine
-  // that can start on the ready ones (gpu-winograd's top level) makes the compute lane wait for
-  // the comm lane only where it first needs the rest; any other waits before it starts.
-  virtual void gemm_pending_a(const GemmCall& call, index_t k0, index_t k1) {
-    (void)k0, (void)k1;
+  // The same while op(A)'s columns outside [ready_k0, ready_k1) still arrive on the comm lane:
+  // an engine that can start on the ready ones (gpu-winograd's top level, on a k-half) makes the
+  // compute lane wait for the comm lane only where it first needs the rest; any other engine
+  // (and the emulated device) waits before it starts.
+  virtual void gemm_pending_a(const GemmCall& call, index_t ready_k0, index_t ready_k1) {
+    (void)ready_k0, (void)ready_k1;
     compute_waits_for_comm();
     gemm(call);
   }

@@ -49,8 +49,9 @@ class Summa final : public AlgorithmBase<Summa> {
         width_ = (width_ + 1) / 2;
       // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
       // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
-      // GPU's whole product. Where only A is gathered the engine starts on the rank's own columns
-      // (run_device_whole_k); otherwise the gather comes first, a small price over NVLink.
+      // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
+      // k-half) starts on the rank's own columns (run_device_whole_k); otherwise the gather comes
+      // first, a small price over NVLink.
       const double whole = double(whole_k_buffer_words(mi, nj)) * size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&

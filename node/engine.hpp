@@ -45,13 +45,13 @@ struct GemmCall {
   index_t ldc;
 };
 
-// Part of op(A) still on its way (a distributed caller gathering A's columns while the engine
-// starts): only op(A)'s columns [k0, k1) hold their values when the call begins, and
-// wait_rest() (called once, before any other column is read; a device engine enqueues it on
-// its stream) makes the rest available. An engine that cannot start on part of A calls it
+// op(A) with part of it still on its way (a distributed caller gathering A's columns while the
+// engine starts): only its columns [ready_k0, ready_k1) hold their values when the call begins,
+// and wait_rest() (called once, before any other column is read; a device engine enqueues it
+// on its stream) makes the rest available. An engine that cannot start on part of A calls it
 // first.
-struct PendingColumns {
-  index_t k0 = 0, k1 = 0;
+struct PartlyReadyA {
+  index_t ready_k0 = 0, ready_k1 = 0;
   std::function<void()> wait_rest;
 };
 

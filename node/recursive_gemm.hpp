@@ -11,7 +11,7 @@
 //   step(R&, depth, A, B, C, alpha, accumulate, Temps&)   // the 7 products and their additions
 // and optionally, with kStartsOnHalfA = true,
 //   step_pending(R&, depth, A, B, C, alpha, accumulate, Temps&, half, wait)
-// the same with only k-half `half` of A at hand until wait() (PendingColumns),
+// the same with only k-half `half` of A at hand until wait() (PartlyReadyA),
 // and calls r.multiply(depth + 1, ...) for each product and r.combine / R::sums for additions.
 // A backend runs the leaves and the additions: CpuBackend (BLAS + OpenMP passes) here,
 // the GPU backend (cuBLAS + fused CUDA kernels) in cuda/gpu_strassen.cu, so one schedule serves
@@ -101,7 +101,7 @@ class Recursion {
   }
 
   // C = alpha op(A) op(B) + beta C; with `pending`, part of op(A) arrives during the call.
-  void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta, const PendingColumns* pending = nullptr) {
+  void gemm(Operand<T> A, Operand<T> B, Target<T> C, T alpha, T beta, const PartlyReadyA* pending = nullptr) {
     carve(C.rows, C.cols, A.cols);
     bool acc = beta != T(0);
     if (acc && beta != T(1)) be_.scale(C.rows, C.cols, C.p, C.ld, beta);
@@ -110,7 +110,7 @@ class Recursion {
 
   // C = alpha op(A) op(B) [+ C], at recursion depth `depth` (`pending` at the top alone).
   void multiply(int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
-                const PendingColumns* pending = nullptr) {
+                const PartlyReadyA* pending = nullptr) {
     const index_t m = C.rows, n = C.cols, k = A.cols;
     if (depth >= p_.levels || std::min({m, n, k}) < std::max<index_t>(p_.cutoff, 2)) {
       if (pending) pending->wait_rest();
@@ -120,11 +120,15 @@ class Recursion {
     // Dynamic peeling: recurse on the even core, then fix the odd row, column and k-slice.
     const index_t me = m & ~index_t(1), ne = n & ~index_t(1), ke = k & ~index_t(1);
     levels_run_ = std::max(levels_run_, depth + 1);
-    // The ready columns as one k-half of the step (the peeled column k - 1 belongs to neither,
-    // and is read after it); anything else waits for all of A first.
+    // The k-half of the step that the ready columns hold (the peeled column k - 1 belongs to
+    // neither, and is read after the step); all of A ready, or no whole half, waits first.
     int half = -1;
-    if (pending && starts_on_half_a<Schedule>::value)
-      half = pending->k0 == 0 && pending->k1 == ke / 2 ? 0 : pending->k0 == ke / 2 && pending->k1 == ke ? 1 : -1;
+    if (pending && starts_on_half_a<Schedule>::value) {
+      const index_t r0 = pending->ready_k0, r1 = pending->ready_k1;
+      if (r0 <= 0 && r1 >= k) half = -1;
+      else if (r0 <= 0 && r1 >= ke / 2) half = 0;
+      else if (r0 <= ke / 2 && r1 >= ke) half = 1;
+    }
     if (pending && half < 0) pending->wait_rest();
     if constexpr (starts_on_half_a<Schedule>::value) {
       if (half >= 0)

@@ -19,7 +19,7 @@ struct WinogradSchedule {
   // Strassen's grows as 12^L (Higham, Accuracy and Stability, 2nd ed., Sec. 23.2.2).
   static constexpr double kErrorGrowthPerLevel = 18;
 
-  // The top level can start on one k-half of A (PendingColumns): half 0 (A11, A21) feeds P1 and
+  // The top level can start on one k-half of A (PartlyReadyA): half 0 (A11, A21) feeds P1 and
   // P7 (S3 = A11 - A21) alone, half 1 (A12, A22) P2 and P4 alone, two of the seven products
   // either way, and those go first. A 1 x 2 SUMMA rank holds one half and gathers the other
   // meanwhile (on two H100s the gather of f64 32768's half of A, 4.3 GB, took 15-20 ms).
@@ -28,12 +28,12 @@ struct WinogradSchedule {
   template <class T, class R>
   static void step(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
                    Temps<T>& t) {
-    ordered(r, depth, A, B, C, alpha, acc, t, -1, [] {});
+    step_from_half(r, depth, A, B, C, alpha, acc, t, -1, [] {});
   }
   template <class T, class R, class Wait>
   static void step_pending(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
                            Temps<T>& t, int half, const Wait& wait) {
-    ordered(r, depth, A, B, C, alpha, acc, t, half, wait);
+    step_from_half(r, depth, A, B, C, alpha, acc, t, half, wait);
   }
 
  private:
@@ -41,8 +41,8 @@ struct WinogradSchedule {
   // first, then wait(), then the rest, in the same passes but for half 0's S3, which is formed
   // apart (two more quarter passes).
   template <class T, class R, class Wait>
-  static void ordered(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
-                      Temps<T>& t, int half, const Wait& wait) {
+  static void step_from_half(R& r, int depth, Operand<T> A, Operand<T> B, Target<T> C, T alpha, bool acc,
+                             Temps<T>& t, int half, const Wait& wait) {
     // (named references rather than structured bindings: the products' lambdas capture them,
     // which C++17, the CUDA build's dialect, allows only for variables)
     const auto qa = quadrants(A), qb = quadrants(B);
@@ -76,7 +76,7 @@ struct WinogradSchedule {
     const auto V = R::temp_target(t.c[2], C11.rows, C11.cols);
     const index_t h = C11.rows, w = C11.cols;
     const int d = depth + 1;
-    const T p4 = T(F.c[3][2]) * alpha;  // C21 -= P4
+    const T p4_alpha = T(F.c[3][2]) * alpha;  // C21 -= P4
 
     // C side: 9 quarter passes overwriting C, 12 accumulating into it.
     const index_t kk = A11.cols;
@@ -92,7 +92,7 @@ struct WinogradSchedule {
     } else if (half == 1) {
       r.independent(d, h, w, kk, [&] {
         r.multiply(d, A12, B21, C11, alpha, acc);   // C11 (+)= P2
-        r.multiply(d, A22, T4, C21, p4, acc);       // C21 (+)= -P4
+        r.multiply(d, A22, T4, C21, p4_alpha, acc);  // C21 (+)= -P4
       });
       wait();
       a_sums();
@@ -115,7 +115,7 @@ struct WinogradSchedule {
                              c_coefficients<T, 3, 3>(F, {0, 6, 4}, {1, 2, 3}));
     r.independent(d, h, w, kk, [&] {
       r.multiply(d, S4, B22, C12, alpha, true);     // C12 += P3
-      if (half != 1) r.multiply(d, A22, T4, C21, p4, true);  // C21 -= P4
+      if (half != 1) r.multiply(d, A22, T4, C21, p4_alpha, true);  // C21 -= P4
     });
   }
 };

@@ -109,10 +109,10 @@ TYPED_TEST(StrassenEngines, UniformInputsWithinTheLevelBound) {
     }
 }
 
-// Winograd's top level with one k-half of op(A) at hand (PendingColumns): the other half holds
-// NaN until wait_rest() writes it, so a product or sum that read it early would leave NaN in C.
-// Exact on integer inputs, one wait per call; columns that are not a k-half of the step (odd
-// splits, three-way owners) wait first.
+// Winograd's top level with part of op(A) at hand (PartlyReadyA): the rest holds NaN until
+// wait_rest() writes it, so a product or sum that read it early would leave NaN in C. Exact on
+// integer inputs, one wait per call, whichever columns are ready: a k-half of the step, more
+// than one (odd k's first owner), a third (no half: waits first), or all of them.
 TYPED_TEST(StrassenEngines, WinogradStartsOnEitherHalfOfAAndWaitsOnce) {
   using T = TypeParam;
   static_assert(starts_on_half_a<WinogradSchedule>::value, "the pending schedule is the one under test");
@@ -120,11 +120,11 @@ TYPED_TEST(StrassenEngines, WinogradStartsOnEitherHalfOfAAndWaitsOnce) {
   for (int levels = 0; levels <= 3; ++levels)
     for (const Case& c : cases)
       for (Op ta : ops<T>())
-        for (int split = 0; split < 4; ++split)  // half 0, half 1, a third (no half), all of k
+        for (int split = 0; split < 5; ++split)  // half 0, half 1, a third, all of k, ceil(k / 2)
           for (auto [alpha, beta] : {std::pair<double, double>{1.0, 0.0}, {-2.0, 1.0}, {3.0, -0.5}}) {
             const index_t ke = c.k & ~index_t(1);
             const index_t k0 = split == 1 ? ke / 2 : 0;
-            const index_t k1 = split == 0 ? ke / 2 : split == 1 ? ke : split == 2 ? c.k / 3 : c.k;
+            const index_t k1 = split == 0 ? ke / 2 : split == 1 ? ke : split == 2 ? c.k / 3 : split == 3 ? c.k : (c.k + 1) / 2;
             Matrix<T> A(ta == Op::N ? c.m : c.k, ta == Op::N ? c.k : c.m), B(c.k, c.n);
             Matrix<T> C(c.m, c.n), R(c.m, c.n);
             fill(A, Stream::A, Fill::integer), fill(B, Stream::B, Fill::integer);
@@ -144,7 +144,7 @@ TYPED_TEST(StrassenEngines, WinogradStartsOnEitherHalfOfAAndWaitsOnce) {
             for (index_t t = 0; t < nan.size(); ++t) nan.data()[t] = T(std::numeric_limits<real_t<T>>::quiet_NaN());
             late(A, nan);
             int waits = 0;
-            PendingColumns pending{k0, k1, [&] { ++waits, late(A, whole); }};
+            PartlyReadyA pending{k0, k1, [&] { ++waits, late(A, whole); }};
             std::vector<T> arena(std::size_t(Recursion<T, WinogradSchedule>::workspace_elems(c.m, c.n, c.k, levels, 2)) + 1);
             CpuBackend be;
             Recursion<T, WinogradSchedule> rec({levels, 2}, arena.data(), be);
