@@ -73,7 +73,7 @@ LeafChoice choose_leaf_config(const ShapeTuning& shape, const std::optional<Gemm
   return {sized, false};
 }
 // "6144x3072x6144": the shape's name in the file and on the command line, and back (none
-// unless three positive sizes).
+// unless three sizes of 1 to 7 digits, parse_counts).
 std::string shape_name(long long m, long long n, long long k);
 std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text);
 // Records the best configuration for size n (none: cuBLAS's heuristic choice won) with the

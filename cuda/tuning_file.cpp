@@ -1,4 +1,3 @@
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -81,7 +80,7 @@ void record_tuned_shape(const std::string& path, const std::string& device,
 }
 
 namespace {
-// A configuration entry as record_gemm_entry writes it; none where cuBLAS's own choice won.
+// A configuration entry as gemm_record writes it; none where cuBLAS's own choice won.
 std::optional<GemmConfig> gemm_entry(const nlohmann::json& e, long long size) {
   if (!e.contains("algo") || e["algo"].is_null()) return std::nullopt;
   GemmConfig c;
@@ -115,19 +114,9 @@ std::string shape_name(long long m, long long n, long long k) {
 }
 
 std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text) {
-  std::array<long long, 3> v{};
-  std::size_t at = 0;
-  for (int d = 0; d < 3; ++d) {
-    if (d > 0 && (at >= text.size() || (text[at] != 'x' && text[at] != 'X'))) return std::nullopt;
-    if (d > 0) ++at;
-    const std::size_t from = at;
-    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
-    if (at == from || at - from > 12) return std::nullopt;
-    v[d] = std::stoll(text.substr(from, at - from));
-    if (v[d] <= 0) return std::nullopt;
-  }
-  if (at != text.size()) return std::nullopt;
-  return v;
+  const std::vector<int> c = parse_counts(text);
+  if (c.size() != 3) return std::nullopt;
+  return std::array<long long, 3>{c[0], c[1], c[2]};
 }
 
 std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {

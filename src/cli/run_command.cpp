@@ -187,21 +187,6 @@ void only_with(const RunCommandOptions& o, const char* flag, bool applies, const
                      " or change the other option");
 }
 
-// "AxBx...": counts >= 1 separated by 'x' (--stages, --cuboid-grid); empty where malformed.
-std::vector<int> parse_counts(const std::string& text) {
-  std::vector<int> counts;
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t x = text.find('x', at);
-    const std::string t = text.substr(at, x == std::string::npos ? std::string::npos : x - at);
-    if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) < 1)
-      return {};
-    counts.push_back(std::stoi(t));
-    if (x == std::string::npos) return counts;
-    at = x + 1;
-  }
-}
-
 // Every option against its range and against the others (after the names are parsed).
 void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   in_range(o, "--repeat", s.repeat, 1, 1000000);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dtype.hpp"
 
@@ -30,6 +31,21 @@ inline std::optional<Op> parse_op(std::string_view s) {
   if (s == "T" || s == "t") return Op::T;
   if (s == "C" || s == "c") return Op::C;
   return std::nullopt;
+}
+// "AxBx...": counts >= 1 of up to 7 digits separated by 'x' (--stages, --cuboid-grid, tune's
+// --shapes); empty where malformed.
+inline std::vector<int> parse_counts(const std::string& text) {
+  std::vector<int> counts;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t x = text.find('x', at);
+    const std::string t = text.substr(at, x == std::string::npos ? std::string::npos : x - at);
+    if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoi(t) < 1)
+      return {};
+    counts.push_back(std::stoi(t));
+    if (x == std::string::npos) return counts;
+    at = x + 1;
+  }
 }
 // The op that is actually applied to elements of type T (C on a real type is T).
 template <class T>
