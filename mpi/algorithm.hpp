@@ -147,6 +147,22 @@ class DistAlgorithm {
     device_buffers_.resize(bytes.size());
     for (std::size_t i = 0; i < bytes.size(); ++i) reserve(space, device_buffers_[i], bytes[i]);
   }
+  // Where this rank's block of A can live inside the device multiply's buffers, elements from
+  // buffer `buffer`'s start with leading dimension `ld`: SUMMA's whole-k gather of A lands every
+  // owner's columns in one buffer, and a block already in its place there is neither copied in
+  // each multiply nor held twice. Those elements are not written by the multiply. None: A is
+  // allocated apart. A caller that passes A elsewhere still gets the right product (a copy).
+  struct DeviceHome {
+    std::size_t buffer = 0, offset = 0;
+    index_t ld = 1;
+  };
+  virtual std::optional<DeviceHome> device_home_a() const { return std::nullopt; }
+  // The home's address once reserve_device() has run (null before, or without a home).
+  void* device_home_a_address(Dtype dt) const {
+    const auto h = device_home_a();
+    if (!h || h->buffer >= device_buffers_.size() || !device_buffers_[h->buffer].as<char>()) return nullptr;
+    return device_buffers_[h->buffer].as<char>() + h->offset * size_of(dt);
+  }
   // Peak bytes this rank holds during multiply(), inputs and outputs included.
   virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
   virtual CommEstimate analytic() const = 0;

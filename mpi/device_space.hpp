@@ -280,19 +280,23 @@ inline void reserve(DeviceSpace& s, DeviceBlock& b, std::size_t bytes) {
 }
 
 // A rank's piece of a global matrix in its GPU's memory (DistMatrix's device twin), stored
-// column-major with ld = max(piece rows, 1).
+// column-major with ld = max(piece rows, 1) in its own block, or at a given place (ld given)
+// inside memory that outlives it (DistAlgorithm::device_home_a).
 struct DeviceDistMatrix {
   index_t rows = 0, cols = 0;  // global
   Piece piece;
   index_t ld = 1;
   DeviceBlock mem;
+  void* at = nullptr;  // where it lives when not in mem
   DeviceDistMatrix() = default;
   DeviceDistMatrix(DeviceSpace& s, index_t r, index_t c, Piece p, std::size_t elem_bytes)
       : rows(r), cols(c), piece(std::move(p)), ld(std::max<index_t>(piece.rows(), 1)),
         mem(s.alloc(static_cast<std::size_t>(piece.rows() * piece.cols()) * elem_bytes)) {}
+  DeviceDistMatrix(index_t r, index_t c, Piece p, void* place, index_t ld_place)
+      : rows(r), cols(c), piece(std::move(p)), ld(ld_place), at(place) {}
   template <class T>
   T* data() const {
-    return mem.as<T>();
+    return at ? static_cast<T*>(at) : mem.as<T>();
   }
 };
 

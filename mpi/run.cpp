@@ -310,11 +310,15 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   DeviceDistMatrix A, B, C, C0;
   std::string failed;
   try {
-    A = DeviceDistMatrix(sp, o.m, o.k, algo.piece_a(), sizeof(T));
+    algo.reserve_device(sp, dtype_of<T>());
+    // A where the algorithm gathers it (SUMMA's whole-k A), else a block of its own.
+    if (void* home = algo.device_home_a_address(dtype_of<T>()))
+      A = DeviceDistMatrix(o.m, o.k, algo.piece_a(), home, algo.device_home_a()->ld);
+    else
+      A = DeviceDistMatrix(sp, o.m, o.k, algo.piece_a(), sizeof(T));
     B = DeviceDistMatrix(sp, o.k, o.n, algo.piece_b(), sizeof(T));
     C = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
     if (keep_c0) C0 = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
-    algo.reserve_device(sp, dtype_of<T>());
   } catch (const std::exception& e) {
     failed = e.what();
   }
@@ -329,7 +333,12 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     });
   };
   double t0 = 0;
-  if (!o.a_path.empty() || o.inputs_from_host) {
+  // The inputs the check compares with, taken before the multiply (a multiply that wrote into
+  // its inputs, e.g. into A where SUMMA gathers around it, cannot pass): the host's own for a
+  // full check of host inputs, else copies from the device, or Freivalds' reference.
+  DistMatrix<T> va, vb, vc0;
+  const bool host_in = !o.a_path.empty() || o.inputs_from_host;
+  if (host_in) {
     // Host inputs (files, or --from-host): read or generated on the host, then timed from the
     // first copy onto the GPUs.
     auto [ha, hb, hc0] = host_inputs<T>(o, world, algo, files);
@@ -338,6 +347,8 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     t0 = MPI_Wtime();
     upload(ha, A), upload(hb, B);
     if (keep_c0) upload(hc0, C0);
+    sp.synchronize();  // (the host blocks are read until then)
+    if (verify == Verify::full) va = std::move(ha), vb = std::move(hb), vc0 = std::move(hc0);
   } else {
     world.barrier();
     t0 = MPI_Wtime();
@@ -346,8 +357,21 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   }
   sp.synchronize();
   rec.load_seconds = world.allreduce_max_uncounted(MPI_Wtime() - t0);
-
+  auto host = [&](const DeviceDistMatrix& d) {
+    DistMatrix<T> h(d.rows, d.cols, d.piece);
+    sp.download(h.local.data(), h.local.ld(), d.data<T>(), d.ld, d.piece.rows(), d.piece.cols(), sizeof(T));
+    return h;
+  };
   const T alpha = scalar<T>(o.alpha), beta = scalar<T>(o.beta);
+  if (verify == Verify::full && !host_in) {
+    va = host(A), vb = host(B);
+    if (keep_c0) vc0 = host(C0);
+  }
+  FreivaldsReference<T> probe;
+  if (verify == Verify::freivalds)
+    probe = freivalds_reference_device(sp, A, B, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials, o.seed + 1000003,
+                                       o.n, world);
+
   const Piece& pc = algo.piece_c();
   const MultiplyCall call{dtype_of<T>(), &alpha, {A.data<T>(), A.piece.rows(), A.piece.cols(), A.ld},
                           {B.data<T>(), B.piece.rows(), B.piece.cols(), B.ld}, &beta, C.data<T>(),
@@ -384,19 +408,10 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   if (verify != Verify::none) {
     const double tol = verify_tolerance(dtype_of<T>(), o.k, growth);
     VerifyResult v;
-    if (verify == Verify::full) {
-      auto host = [&](const DeviceDistMatrix& d) {
-        DistMatrix<T> h(d.rows, d.cols, d.piece);
-        sp.download(h.local.data(), h.local.ld(), d.data<T>(), d.ld, d.piece.rows(), d.piece.cols(), sizeof(T));
-        return h;
-      };
-      DistMatrix<T> ha = host(A), hb = host(B), hc0;
-      if (keep_c0) hc0 = host(C0);
-      v = verify_full(ha, hb, hC, alpha, beta, keep_c0 ? &hc0 : nullptr, tol, world, growth > 1);
-    } else {
-      v = verify_freivalds_device(sp, A, B, C, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials,
-                                  o.seed + 1000003, tol, world, growth > 1);
-    }
+    if (verify == Verify::full)
+      v = verify_full(va, vb, hC, alpha, beta, keep_c0 ? &vc0 : nullptr, tol, world, growth > 1);
+    else
+      v = verify_freivalds_device(sp, probe, C, tol, world, growth > 1);
     record_verdict(v, world, rec);
   }
   if (out && rec.passed) {
@@ -684,10 +699,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
   peak = world.allreduce_max_uncounted(peak);
   if (space) {
     // GPU memory, planned per rank before anything is allocated: the blocks of A, B and C (and
-    // C0), the algorithm's buffers and the engine's workspace.
+    // C0), the algorithm's buffers and the engine's workspace (A not apart where it lives in a
+    // buffer: device_home_a).
     auto bytes = [&](const Piece& p) { return double(p.rows()) * double(p.cols()) * size_of(dt); };
     auto whole_need = [&] {
-      return world.allreduce_max_uncounted(bytes(algo->piece_a()) + bytes(algo->piece_b()) +
+      return world.allreduce_max_uncounted((algo->device_home_a() ? 0.0 : bytes(algo->piece_a())) + bytes(algo->piece_b()) +
                                            bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) +
                                            double(algo->device_extra_bytes(dt, *space)));
     };

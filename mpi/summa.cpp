@@ -52,7 +52,10 @@ class Summa final : public AlgorithmBase<Summa> {
       // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
       // k-half) starts on the rank's own columns (run_device_whole_k); otherwise the gather comes
       // first, a small price over NVLink.
-      const double whole = double(whole_k_buffer_words(mi, nj)) * size_of(o.dtype) +
+      // Gathered A holds the rank's own block (device_home_a), which the limit counted already
+      // (device_limit is what is left after the operands' mean share, m k / P of them A's).
+      const double home = broadcasts_a() ? double(s.m) * double(s.k) / double(pr * pc) : 0.0;
+      const double whole = (double(whole_k_buffer_words(mi, nj)) - home) * size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
                  (o.device_limit == 0 || whole <= double(o.device_limit));
@@ -167,6 +170,14 @@ class Summa final : public AlgorithmBase<Summa> {
   GemmShape device_gemm_shape() const override {
     return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
   }
+  // The whole-k gather of A lands each owner's columns at their k offset in buffer 0 (ld mi):
+  // this rank's block lives there, so that neither a copy in each multiply (on two H100s at f64
+  // 32768, 4.3 GB read and written before the product starts) nor a second copy of it is needed.
+  std::optional<DeviceHome> device_home_a() const override {
+    if (!device_resident_ || !whole_k_ || !broadcasts_a()) return std::nullopt;
+    const index_t mi = pm_.size(grid_.coord(0));
+    return DeviceHome{0, std::size_t(pka_.start(grid_.coord(1)) * mi), std::max<index_t>(mi, 1)};
+  }
 
   template <class T>
   void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
@@ -241,7 +252,10 @@ class Summa final : public AlgorithmBase<Summa> {
     const int steps = static_cast<int>(panels_.size()) + 1;
     // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
     // there too, unless already done).
+    // This rank's columns already in their place (device_home_a): not copied there.
+    const bool a_at_home = along_rows && A.data == afull + ka0 * mi && A.ld == std::max<index_t>(mi, 1);
     auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
+      own_a_in_place = own_a_in_place || a_at_home;
       // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
       // sends at once (on two GPUs both NVLink directions work, not one after the other).
       if (along_rows) {
@@ -275,7 +289,7 @@ class Summa final : public AlgorithmBase<Summa> {
       // starts on them while the others arrive (gemm_pending_a: gpu-winograd's top level begins
       // with the two of its seven products that read one k-half of A alone, which on a 1 x 2
       // grid is this rank's). Other engines wait for the gather, as before.
-      sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j), Lane::compute);
+      if (!a_at_home) sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j), Lane::compute);
       sp.comm_waits_for_compute();  // the operands are ready, this rank's columns in place
       gather(0, panels_.size(), true);
       sp.gemm_pending_a({dtype_of<T>(), Op::N, Op::N, mi, nj, k, &alpha, afull, lda, B.data, ldb, &beta, C.data, C.ld},

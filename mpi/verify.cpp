@@ -16,9 +16,6 @@ double verify_tolerance(Dtype dt, index_t k, double growth) {
 
 namespace {
 
-// The type checks compute in: double, or complex<double> for complex inputs.
-template <class T>
-using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
 template <class T>
 Wide<T> widen(T v) {
   return static_cast<Wide<T>>(v);
@@ -55,58 +52,81 @@ double local_max_abs(const Matrix<T>& M) {
   return mx;
 }
 
-// Freivalds' check over any storage of the operands: matvec(which, x, xa, y, ya) adds this
-// rank's piece of operand `which` ('A', 'B', 'C' or '0' for C0) times x into y (by global row)
-// and |piece| xa into ya; the sums over ranks and the verdict are the same for host and device.
+// Freivalds' check over any storage of the operands, in two halves: the reference from the
+// inputs (freivalds_reference), taken before the multiply where the caller can, so that a
+// multiply that wrote into its inputs cannot pass, and the comparison with C x after it
+// (freivalds_check). matvec(which, x, xa, y, ya) adds this rank's piece of operand `which`
+// ('A', 'B', 'C' or '0' for C0) times x into y (by global row) and |piece| xa into ya; the sums
+// over ranks and the verdict are the same for host and device.
+template <class T>
+std::vector<double> freivalds_probe(const FreivaldsReference<T>& ref, int t) {
+  std::vector<double> x(ref.n);
+  for (index_t j = 0; j < ref.n; ++j) x[j] = random_value(ref.seed + 7919 * t, Stream::Probe, j, 0, Fill::uniform);
+  return x;
+}
+
 template <class T, class Matvec, class MaxAbs>
-VerifyResult freivalds(index_t m, index_t n, index_t k, T alpha, T beta, bool with_c0, int trials,
-                       std::uint64_t seed, double tol, const Comm& comm, Matvec&& matvec,
-                       bool normwise, MaxAbs&& max_abs) {
-  VerifyResult res;
-  res.method = "freivalds";
-  res.trials = trials;
-  res.tolerance = tol;
+FreivaldsReference<T> freivalds_reference(index_t m, index_t n, index_t k, T alpha, T beta, bool with_c0, int trials,
+                                          std::uint64_t seed, const Comm& comm, Matvec&& matvec, MaxAbs&& max_abs) {
+  FreivaldsReference<T> ref;
+  ref.m = m, ref.n = n, ref.k = k, ref.alpha = alpha, ref.beta = beta, ref.trials = trials, ref.seed = seed;
+  ref.with_c0 = with_c0 && beta != T(0);
   // max|A| max|B| over all ranks, for a Strassen-like product's normwise term (verify.hpp)
-  double ab = 0;
-  if (normwise) {
-    double mx[2] = {max_abs('A'), max_abs('B')};
-    MPI_Allreduce(MPI_IN_PLACE, mx, 2, MPI_DOUBLE, MPI_MAX, comm.get());
-    ab = double(k + 4) * mx[0] * mx[1];
-  }
+  double mx[2] = {max_abs('A'), max_abs('B')};
+  MPI_Allreduce(MPI_IN_PLACE, mx, 2, MPI_DOUBLE, MPI_MAX, comm.get());
+  ref.max_ab = mx[0] * mx[1];
+  using W = Wide<T>;
   for (int t = 0; t < trials; ++t) {
-    std::vector<double> x(n), xa(n);
-    double x1 = 0;
-    for (index_t j = 0; j < n; ++j) {
-      x[j] = random_value(seed + 7919 * t, Stream::Probe, j, 0, Fill::uniform);
-      xa[j] = std::abs(x[j]);
-      x1 += xa[j];
-    }
+    const std::vector<double> x = freivalds_probe(ref, t);
+    std::vector<double> xa(n);
+    for (index_t j = 0; j < n; ++j) xa[j] = std::abs(x[j]);
     // y = B x and its bound, on all ranks (k words of allreduce each).
-    using W = Wide<T>;
     std::vector<W> yv(k, W(0));
     std::vector<double> ya(k, 0.0);
     matvec('B', x, xa, yv, ya);
     comm.allreduce_sum_uncounted(yv.data(), k);
     comm.allreduce_sum_uncounted(ya.data(), k);
-    // z = alpha A y + beta C0 x - C x with bound |alpha| |A| |B| |x| + |beta| |C0| |x|.
-    std::vector<W> az(m, W(0)), cz(m, W(0)), c0z(m, W(0));
-    std::vector<double> azb(m, 0.0), czb(m, 0.0), c0zb(m, 0.0);
+    // A y and C0 x with their bounds |A| |B| |x| and |C0| |x|, summed over ranks.
+    std::vector<W> sums(2 * m, W(0));
+    std::vector<double> bounds(2 * m, 0.0), azb(m, 0.0), c0zb(m, 0.0);
+    std::vector<W> az(m, W(0)), c0z(m, W(0));
     matvec('A', yv, ya, az, azb);
-    matvec('C', x, xa, cz, czb);
-    if (with_c0 && beta != T(0)) matvec('0', x, xa, c0z, c0zb);
-    std::vector<W> sums(2 * m);
-    std::vector<double> bounds(2 * m);
-    for (index_t i = 0; i < m; ++i) {
-      sums[i] = az[i];
-      sums[m + i] = cz[i] - widen(beta) * c0z[i];
-      bounds[i] = azb[i];
-      bounds[m + i] = c0zb[i];
-    }
+    if (ref.with_c0) matvec('0', x, xa, c0z, c0zb);
+    for (index_t i = 0; i < m; ++i) sums[i] = az[i], sums[m + i] = c0z[i], bounds[i] = azb[i], bounds[m + i] = c0zb[i];
     comm.allreduce_sum_uncounted(sums.data(), 2 * m);
     comm.allreduce_sum_uncounted(bounds.data(), 2 * m);
+    ref.sums.push_back(std::move(sums));
+    ref.bounds.push_back(std::move(bounds));
+  }
+  return ref;
+}
+
+// z = alpha A y + beta C0 x - C x against |alpha| |A| |B| |x| + |beta| |C0| |x| (and the
+// normwise term), component by component.
+template <class T, class Matvec>
+VerifyResult freivalds_check(const FreivaldsReference<T>& ref, double tol, const Comm& comm, Matvec&& matvec_c,
+                             bool normwise) {
+  VerifyResult res;
+  res.method = "freivalds";
+  res.trials = ref.trials;
+  res.tolerance = tol;
+  const index_t m = ref.m, n = ref.n;
+  const double ab = normwise ? double(ref.k + 4) * ref.max_ab : 0.0;
+  using W = Wide<T>;
+  for (int t = 0; t < ref.trials; ++t) {
+    const std::vector<double> x = freivalds_probe(ref, t);
+    std::vector<double> xa(n);
+    double x1 = 0;
+    for (index_t j = 0; j < n; ++j) xa[j] = std::abs(x[j]), x1 += xa[j];
+    std::vector<W> cz(m, W(0));
+    std::vector<double> czb(m, 0.0);
+    matvec_c(x, xa, cz, czb);
+    comm.allreduce_sum_uncounted(cz.data(), m);
+    const std::vector<W>& sums = ref.sums[std::size_t(t)];
+    const std::vector<double>& bounds = ref.bounds[std::size_t(t)];
     for (index_t i = 0; i < m; ++i) {
-      double diff = std::abs(sums[m + i] - widen(alpha) * sums[i]);
-      double bound = std::abs(widen(alpha)) * (bounds[i] + ab * x1) + std::abs(widen(beta)) * bounds[m + i];
+      double diff = std::abs(cz[i] - widen(ref.beta) * sums[m + i] - widen(ref.alpha) * sums[i]);
+      double bound = std::abs(widen(ref.alpha)) * (bounds[i] + ab * x1) + std::abs(widen(ref.beta)) * bounds[m + i];
       double r = diff == 0 ? 0 : diff / std::max(bound, std::numeric_limits<double>::min());
       res.residual = std::isnan(r) ? INFINITY : std::max(res.residual, r);
     }
@@ -123,12 +143,58 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               int trials, std::uint64_t seed, double tol, const Comm& comm,
                               bool normwise) {
   auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
-    const DistMatrix<T>& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
-    local_matvec(M, x, y, xa, ya);
+    local_matvec(which == 'A' ? A : which == 'B' ? B : *C0, x, y, xa, ya);
   };
   auto max_abs = [&](char which) { return local_max_abs((which == 'A' ? A : B).local); };
-  return freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec,
-                      normwise, max_abs);
+  const auto ref = freivalds_reference<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, comm,
+                                          matvec, max_abs);
+  auto matvec_c = [&](const auto& x, const auto& xa, auto& y, auto& ya) { local_matvec(C, x, y, xa, ya); };
+  return freivalds_check(ref, tol, comm, matvec_c, normwise);
+}
+
+namespace {
+// y += M x over this rank's device piece (in double), |M| |x| into ya.
+template <class T, class X, class Y>
+void device_matvec(DeviceSpace& space, const DeviceDistMatrix& M, const std::vector<X>& x, const std::vector<double>& xa,
+                   std::vector<Y>& y, std::vector<double>& ya) {
+  constexpr int xp = sizeof(X) / sizeof(double), yp = sizeof(Y) / sizeof(double);
+  const double* xd = reinterpret_cast<const double*>(x.data());
+  double* yd = reinterpret_cast<double*>(y.data());
+  for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
+    space.matvec(M.template data<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>(), xd + gc * xp, xp == 2,
+                 xa.data() + gc, yd + gr * yp, ya.data() + gr);
+  });
+}
+}  // namespace
+
+template <class T>
+FreivaldsReference<T> freivalds_reference_device(DeviceSpace& space, const DeviceDistMatrix& A,
+                                                 const DeviceDistMatrix& B, T alpha, T beta,
+                                                 const DeviceDistMatrix* C0, int trials, std::uint64_t seed,
+                                                 index_t n, const Comm& comm) {
+  space.synchronize();
+  auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
+    device_matvec<T>(space, which == 'A' ? A : which == 'B' ? B : *C0, x, xa, y, ya);
+  };
+  auto max_abs = [&](char which) {
+    const DeviceDistMatrix& M = which == 'A' ? A : B;
+    double mx = 0;
+    for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t, index_t, index_t nr, index_t nc) {
+      mx = std::max(mx, space.max_abs(M.template data<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>()));
+    });
+    return mx;
+  };
+  return freivalds_reference<T>(A.rows, n, A.cols, alpha, beta, C0 != nullptr, trials, seed, comm, matvec, max_abs);
+}
+
+template <class T>
+VerifyResult verify_freivalds_device(DeviceSpace& space, const FreivaldsReference<T>& ref, const DeviceDistMatrix& C,
+                                     double tol, const Comm& comm, bool normwise) {
+  space.synchronize();
+  auto matvec_c = [&](const auto& x, const auto& xa, auto& y, auto& ya) { device_matvec<T>(space, C, x, xa, y, ya); };
+  VerifyResult res = freivalds_check(ref, tol, comm, matvec_c, normwise);
+  res.method = space.emulated() ? "freivalds (on the emulated device)" : "freivalds (on the GPU)";
+  return res;
 }
 
 template <class T>
@@ -136,30 +202,8 @@ VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix&
                                      const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,
                                      T beta, const DeviceDistMatrix* C0, int trials,
                                      std::uint64_t seed, double tol, const Comm& comm, bool normwise) {
-  space.synchronize();
-  auto matvec = [&](char which, const auto& x, const auto& xa, auto& y, auto& ya) {
-    const DeviceDistMatrix& M = which == 'A' ? A : which == 'B' ? B : which == 'C' ? C : *C0;
-    using X = typename std::decay_t<decltype(x)>::value_type;
-    constexpr int xp = sizeof(X) / sizeof(double), yp = sizeof(y[0]) / sizeof(double);
-    const double* xd = reinterpret_cast<const double*>(x.data());
-    double* yd = reinterpret_cast<double*>(y.data());
-    for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
-      space.matvec(M.mem.as<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>(), xd + gc * xp,
-                   xp == 2, xa.data() + gc, yd + gr * yp, ya.data() + gr);
-    });
-  };
-  auto max_abs = [&](char which) {
-    const DeviceDistMatrix& M = which == 'A' ? A : B;
-    double mx = 0;
-    for_each_run_block(M.piece, [&](index_t lr, index_t lc, index_t, index_t, index_t nr, index_t nc) {
-      mx = std::max(mx, space.max_abs(M.mem.as<const T>() + lr + lc * M.ld, M.ld, nr, nc, dtype_of<T>()));
-    });
-    return mx;
-  };
-  VerifyResult res = freivalds<T>(C.rows, C.cols, A.cols, alpha, beta, C0 != nullptr, trials, seed, tol, comm, matvec,
-                                  normwise, max_abs);
-  res.method = space.emulated() ? "freivalds (on the emulated device)" : "freivalds (on the GPU)";
-  return res;
+  const auto ref = freivalds_reference_device<T>(space, A, B, alpha, beta, C0, trials, seed, C.cols, comm);
+  return verify_freivalds_device<T>(space, ref, C, tol, comm, normwise);
 }
 
 template <class T>
@@ -277,6 +321,12 @@ VerifyResult verify_full(const DistMatrix<T>& A, const DistMatrix<T>& B, const D
                                                    const DeviceDistMatrix&, const DeviceDistMatrix&, \
                                                    T, T, const DeviceDistMatrix*, int,            \
                                                    std::uint64_t, double, const Comm&, bool);     \
+  template FreivaldsReference<T> freivalds_reference_device<T>(DeviceSpace&, const DeviceDistMatrix&, \
+                                                               const DeviceDistMatrix&, T, T,        \
+                                                               const DeviceDistMatrix*, int,         \
+                                                               std::uint64_t, index_t, const Comm&); \
+  template VerifyResult verify_freivalds_device<T>(DeviceSpace&, const FreivaldsReference<T>&,     \
+                                                   const DeviceDistMatrix&, double, const Comm&, bool); \
   template VerifyResult verify_full(const DistMatrix<T>&, const DistMatrix<T>&,                   \
                                     const DistMatrix<T>&, T, T, const DistMatrix<T>*, double,     \
                                     const Comm&, bool);                                            \

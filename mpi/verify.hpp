@@ -8,7 +8,11 @@
 // the componentwise bound of a classical product (Higham, Accuracy and Stability, Sec. 3.5,
 // gamma_k ~ k u); Strassen-like engines widen tol by their growth factor.
 #pragma once
+#include <complex>
+#include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "device_space.hpp"
 #include "distribution.hpp"
@@ -53,8 +57,37 @@ VerifyResult verify_freivalds(const DistMatrix<T>& A, const DistMatrix<T>& B,
                               int trials, std::uint64_t seed, double tol, const Comm& comm,
                               bool normwise = false);
 
+// The type checks compute in: double, or complex<double> for complex inputs.
+template <class T>
+using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
+
+// Freivalds' reference, taken from the inputs alone: for each trial's probe x (from the seed),
+// A (B x) and C0 x summed over ranks (sums: m each, A's first), with their bounds |A| |B| |x|
+// and |C0| |x|, and max|A| max|B|. Taken before the multiply, the check cannot pass a multiply
+// that wrote into its inputs (SUMMA gathers A around the rank's own block: device_home_a).
+template <class T>
+struct FreivaldsReference {
+  index_t m = 0, n = 0, k = 0;
+  T alpha{}, beta{};
+  bool with_c0 = false;
+  int trials = 0;
+  std::uint64_t seed = 0;
+  double max_ab = 0;
+  std::vector<std::vector<Wide<T>>> sums;
+  std::vector<std::vector<double>> bounds;
+};
+
 // The same on device-resident operands: the matrix-vector products on each rank's GPU (in
-// double), the sums over ranks on the host.
+// double), the sums over ranks on the host; in two halves, the reference before the multiply
+// (C n columns) and the check of C after it, or both at once.
+template <class T>
+FreivaldsReference<T> freivalds_reference_device(DeviceSpace& space, const DeviceDistMatrix& A,
+                                                 const DeviceDistMatrix& B, T alpha, T beta,
+                                                 const DeviceDistMatrix* C0, int trials, std::uint64_t seed,
+                                                 index_t n, const Comm& comm);
+template <class T>
+VerifyResult verify_freivalds_device(DeviceSpace& space, const FreivaldsReference<T>& ref, const DeviceDistMatrix& C,
+                                     double tol, const Comm& comm, bool normwise = false);
 template <class T>
 VerifyResult verify_freivalds_device(DeviceSpace& space, const DeviceDistMatrix& A,
                                      const DeviceDistMatrix& B, const DeviceDistMatrix& C, T alpha,

@@ -20,6 +20,7 @@
 #include "mpi/run.hpp"
 #include "mpi/stream_plan.hpp"
 #include "src/core/npy.hpp"
+#include "src/core/random.hpp"
 #include "mpi/verify.hpp"
 #include "node/strassen_formulas.hpp"
 
@@ -108,6 +109,96 @@ TEST(DeviceRun, SummaStartsOnItsOwnHalfOfA) {
       EXPECT_TRUE(r.passed) << what;
       EXPECT_EQ(r.max_abs, 0.0) << what;
       if (P == 2) EXPECT_EQ(r.layout, "1x2 grid, 2 panels of <= " + std::to_string(c.k) + ", gathered into one whole-k product") << what;
+    }
+}
+
+// SUMMA's whole-k gather of A lands every owner's columns in one buffer, and a rank's own block
+// lives there (device_home_a): not copied in, not held twice, and never written. Three
+// multiplies on the block at home give the exact product (integer inputs, against a reference
+// from the generator, not from device memory) and leave the block as generated; A passed from
+// elsewhere gives the same product. A 1 x P grid (A gathered alone) and a P x 1 one (no home).
+template <class T>
+void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
+  const Comm world = Comm::world();
+  const int P = world.size();
+  EngineOptions eo;
+  eo.device = node_local_rank();
+  eo.levels = 1;
+  eo.tau1 = eo.tau2 = 16;
+  auto engine = make_engine(emulated() ? "winograd" : "gpu-winograd", eo);
+  auto space = emulated() ? make_emulated_device_space(*engine, std::size_t(1) << 30)
+                          : make_device_space(*engine, world, ranks_sharing_gpu(world));
+  ASSERT_TRUE(space);
+  AlgoOptions ao;
+  ao.device_resident = true;
+  ao.engine = engine.get();
+  ao.dtype = dtype_of<T>();
+  ao.grid_rows = grid_rows;
+  auto algo = make_algorithm(Algorithm::summa, world, {m, n, k}, ao);
+  const std::string what = std::string(to_string(dtype_of<T>())) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                           "x" + std::to_string(k) + " P=" + std::to_string(P) + " " + algo->layout();
+  const bool gathers_a = grid_rows == 1 && P > 1;
+  ASSERT_EQ(algo->device_home_a().has_value(), gathers_a) << what;
+  algo->prepare_device(*space);
+  algo->reserve_device(*space, dtype_of<T>());
+  const Piece &pa = algo->piece_a(), &pb = algo->piece_b(), &pc = algo->piece_c();
+  void* home = algo->device_home_a_address(dtype_of<T>());
+  EXPECT_EQ(home != nullptr, gathers_a && pa.rows() * pa.cols() > 0) << what;
+  DeviceDistMatrix apart(*space, m, k, pa, sizeof(T)), B(*space, k, n, pb, sizeof(T)), C(*space, m, n, pc, sizeof(T));
+  DeviceDistMatrix A = home ? DeviceDistMatrix(m, k, pa, home, algo->device_home_a()->ld) : DeviceDistMatrix();
+  const std::uint64_t seed = 5;
+  auto generate = [&](const DeviceDistMatrix& d, Stream st) {
+    for_each_run_block(d.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
+      space->fill_random(d.data<T>() + lr + lc * d.ld, d.ld, nr, nc, gr, gc, seed, st, Fill::integer, dtype_of<T>());
+    });
+  };
+  generate(apart, Stream::A), generate(B, Stream::B);
+  if (home) generate(A, Stream::A);
+  auto download = [&](const DeviceDistMatrix& d) {
+    Matrix<T> h(d.piece.rows(), d.piece.cols());
+    space->download(h.data(), std::max<index_t>(h.rows(), 1), d.data<T>(), d.ld, h.rows(), h.cols(), sizeof(T));
+    return h;
+  };
+  // The local block of C from the generator, in wide arithmetic (exact on integer inputs).
+  const auto rows = Piece::globals(pc.row_runs), cols = Piece::globals(pc.col_runs);
+  auto check = [&](const char* how) {
+    const Matrix<T> c = download(C);
+    index_t wrong = 0;
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        Wide<T> ref = 0;
+        for (index_t l = 0; l < k; ++l)
+          ref += Wide<T>(random_element<T>(seed, Stream::A, rows[i], l, Fill::integer)) *
+                 Wide<T>(random_element<T>(seed, Stream::B, l, cols[j], Fill::integer));
+        wrong += Wide<T>(c(index_t(i), index_t(j))) != ref;
+      }
+    EXPECT_EQ(wrong, 0) << what << " (" << how << ")";
+  };
+  const T one(1), zero(0);
+  auto multiply = [&](const DeviceDistMatrix& a) {
+    algo->multiply_device(*space, {dtype_of<T>(), &one, {a.data<T>(), pa.rows(), pa.cols(), a.ld},
+                                   {B.data<T>(), pb.rows(), pb.cols(), B.ld}, &zero, C.data<T>(), pc.rows(),
+                                   pc.cols(), C.ld});
+    space->synchronize();
+  };
+  if (home) {
+    for (int rep = 0; rep < 3; ++rep) multiply(A);
+    check("A at home");
+    const Matrix<T> after = download(A), generated = download(apart);
+    index_t changed = 0;
+    for (index_t t = 0; t < after.size(); ++t) changed += after.data()[t] != generated.data()[t];
+    EXPECT_EQ(changed, 0) << what << ": the multiply wrote into the rank's block of A";
+  }
+  multiply(apart);
+  check("A apart");
+}
+
+TEST(DeviceRun, SummaKeepsTheRanksBlockOfAWhereItGathersA) {
+  const int P = Comm::world().size();
+  for (const Case& c : {Case{37, 13 * P, 41}, Case{64, 32 * P, 64}, Case{5, P, 3 * P + 1}})
+    for (int rows : {1, P}) {
+      summa_home_case<double>(c.m, c.n, c.k, rows);
+      summa_home_case<std::complex<float>>(c.m, c.n, c.k, rows);
     }
 }
 
@@ -218,6 +309,15 @@ TEST(DeviceRun, FreivaldsOnTheGpuCatchesOneWrongEntry) {
   }
   const VerifyResult bad = verify_freivalds_device<double>(*space, A, Bv, C, 1.0, 0.0, nullptr, 2, 99, tol, world);
   EXPECT_FALSE(bad.passed) << "residual " << bad.residual;
+  // The reference, taken before a multiply, holds the inputs as they were: a multiply that
+  // doubled A and multiplied on consistently fails against it (run() takes it so), where a
+  // check taken wholly afterwards would pass.
+  const auto before = freivalds_reference_device<double>(*space, A, Bv, 1.0, 0.0, nullptr, 2, 99, n, world);
+  space->scale_add<double>(A.data<double>(), A.ld, A.data<double>(), A.ld, rows.size(r), k, 2.0, 0.0);
+  space->gemm<double>(Op::N, Op::N, rows.size(r), n, k, 1.0, A.data<double>(), A.ld, B.data<double>(), B.ld, 0.0,
+                      C.data<double>(), C.ld);
+  EXPECT_FALSE(verify_freivalds_device<double>(*space, before, C, tol, world).passed);
+  EXPECT_TRUE(verify_freivalds_device<double>(*space, A, Bv, C, 1.0, 0.0, nullptr, 2, 99, tol, world).passed);
 }
 
 // CAPS on device buffers: BFS steps (grouped exchanges among 7 peers), DFS steps, the leaf
