@@ -147,19 +147,24 @@ class DistAlgorithm {
     device_buffers_.resize(bytes.size());
     for (std::size_t i = 0; i < bytes.size(); ++i) reserve(space, device_buffers_[i], bytes[i]);
   }
-  // Where this rank's block of A can live inside the device multiply's buffers, elements from
-  // buffer `buffer`'s start with leading dimension `ld`: SUMMA's whole-k gather of A lands every
-  // owner's columns in one buffer, and a block already in its place there is neither copied in
-  // each multiply nor held twice. Those elements are not written by the multiply. None: A is
-  // allocated apart. A caller that passes A elsewhere still gets the right product (a copy).
+  // Where this rank's block of an input can live inside the device multiply's buffers: elements
+  // from buffer `buffer`'s start, leading dimension `ld`. SUMMA's whole-k gathers land every
+  // owner's columns of A (rows of B) in one buffer, and a block already in its place there is
+  // neither copied in each multiply nor held twice; the multiply never writes those elements.
+  // None: the block is allocated apart. A caller that passes the block elsewhere still gets the
+  // right product (it is copied in).
+  enum class Input { a, b };
   struct DeviceHome {
     std::size_t buffer = 0, offset = 0;
     index_t ld = 1;
   };
-  virtual std::optional<DeviceHome> device_home_a() const { return std::nullopt; }
+  virtual std::optional<DeviceHome> device_home(Input which) const {
+    (void)which;
+    return std::nullopt;
+  }
   // The home's address once reserve_device() has run (null before, or without a home).
-  void* device_home_a_address(Dtype dt) const {
-    const auto h = device_home_a();
+  void* device_home_address(Input which, Dtype dt) const {
+    const auto h = device_home(which);
     if (!h || h->buffer >= device_buffers_.size() || !device_buffers_[h->buffer].as<char>()) return nullptr;
     return device_buffers_[h->buffer].as<char>() + h->offset * size_of(dt);
   }

@@ -281,7 +281,7 @@ inline void reserve(DeviceSpace& s, DeviceBlock& b, std::size_t bytes) {
 
 // A rank's piece of a global matrix in its GPU's memory (DistMatrix's device twin), stored
 // column-major with ld = max(piece rows, 1) in its own block, or at a given place (ld given)
-// inside memory that outlives it (DistAlgorithm::device_home_a).
+// inside memory that outlives it (DistAlgorithm::device_home).
 struct DeviceDistMatrix {
   index_t rows = 0, cols = 0;  // global
   Piece piece;

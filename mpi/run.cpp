@@ -311,12 +311,14 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
   std::string failed;
   try {
     algo.reserve_device(sp, dtype_of<T>());
-    // A where the algorithm gathers it (SUMMA's whole-k A), else a block of its own.
-    if (void* home = algo.device_home_a_address(dtype_of<T>()))
-      A = DeviceDistMatrix(o.m, o.k, algo.piece_a(), home, algo.device_home_a()->ld);
-    else
-      A = DeviceDistMatrix(sp, o.m, o.k, algo.piece_a(), sizeof(T));
-    B = DeviceDistMatrix(sp, o.k, o.n, algo.piece_b(), sizeof(T));
+    // A and B where the algorithm gathers them (SUMMA's whole-k), else in blocks of their own.
+    auto input = [&](DistAlgorithm::Input which, index_t rows, index_t cols, const Piece& p) {
+      if (void* home = algo.device_home_address(which, dtype_of<T>()))
+        return DeviceDistMatrix(rows, cols, p, home, algo.device_home(which)->ld);
+      return DeviceDistMatrix(sp, rows, cols, p, sizeof(T));
+    };
+    A = input(DistAlgorithm::Input::a, o.m, o.k, algo.piece_a());
+    B = input(DistAlgorithm::Input::b, o.k, o.n, algo.piece_b());
     C = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
     if (keep_c0) C0 = DeviceDistMatrix(sp, o.m, o.n, algo.piece_c(), sizeof(T));
   } catch (const std::exception& e) {
@@ -699,11 +701,13 @@ Prepared prepare(const Comm& world, RunSpec o) {
   peak = world.allreduce_max_uncounted(peak);
   if (space) {
     // GPU memory, planned per rank before anything is allocated: the blocks of A, B and C (and
-    // C0), the algorithm's buffers and the engine's workspace (A not apart where it lives in a
-    // buffer: device_home_a).
+    // C0), the algorithm's buffers and the engine's workspace (A or B not apart where it lives
+    // in a buffer: device_home).
     auto bytes = [&](const Piece& p) { return double(p.rows()) * double(p.cols()) * size_of(dt); };
     auto whole_need = [&] {
-      return world.allreduce_max_uncounted((algo->device_home_a() ? 0.0 : bytes(algo->piece_a())) + bytes(algo->piece_b()) +
+      using In = DistAlgorithm::Input;
+      return world.allreduce_max_uncounted((algo->device_home(In::a) ? 0.0 : bytes(algo->piece_a())) +
+                                           (algo->device_home(In::b) ? 0.0 : bytes(algo->piece_b())) +
                                            bytes(algo->piece_c()) * (o.beta != 0.0 ? 2 : 1) +
                                            double(algo->device_extra_bytes(dt, *space)));
     };

@@ -52,9 +52,10 @@ class Summa final : public AlgorithmBase<Summa> {
       // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
       // k-half) starts on the rank's own columns (run_device_whole_k); otherwise the gather comes
       // first, a small price over NVLink.
-      // Gathered A holds the rank's own block (device_home_a), which the limit counted already
-      // (device_limit is what is left after the operands' mean share, m k / P of them A's).
-      const double home = broadcasts_a() ? double(s.m) * double(s.k) / double(pr * pc) : 0.0;
+      // A gathered A (B) holds the rank's own block (device_home), which the limit counted
+      // already (device_limit is what is left after the operands' mean share: m k / P of A's).
+      const double home = ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
+                          double(s.k) / double(pr * pc);
       const double whole = (double(whole_k_buffer_words(mi, nj)) - home) * size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
@@ -170,13 +171,19 @@ class Summa final : public AlgorithmBase<Summa> {
   GemmShape device_gemm_shape() const override {
     return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
   }
-  // The whole-k gather of A lands each owner's columns at their k offset in buffer 0 (ld mi):
-  // this rank's block lives there, so that neither a copy in each multiply (on two H100s at f64
-  // 32768, 4.3 GB read and written before the product starts) nor a second copy of it is needed.
-  std::optional<DeviceHome> device_home_a() const override {
-    if (!device_resident_ || !whole_k_ || !broadcasts_a()) return std::nullopt;
-    const index_t mi = pm_.size(grid_.coord(0));
-    return DeviceHome{0, std::size_t(pka_.start(grid_.coord(1)) * mi), std::max<index_t>(mi, 1)};
+  // The whole-k gathers land each owner's columns of A at their k offset in buffer 0 (ld mi),
+  // and its rows of B at their k offset in buffer 1 (ld k): this rank's blocks live there, so that
+  // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
+  // before the product starts) nor a second copy of the block is needed.
+  std::optional<DeviceHome> device_home(Input which) const override {
+    if (!device_resident_ || !whole_k_) return std::nullopt;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    if (which == Input::a && broadcasts_a()) {
+      const index_t mi = pm_.size(i);
+      return DeviceHome{0, std::size_t(pka_.start(j) * mi), std::max<index_t>(mi, 1)};
+    }
+    if (which == Input::b && broadcasts_b()) return DeviceHome{1, std::size_t(pkb_.start(i)), std::max<index_t>(s_.k, 1)};
+    return std::nullopt;
   }
 
   template <class T>
@@ -252,8 +259,9 @@ class Summa final : public AlgorithmBase<Summa> {
     const int steps = static_cast<int>(panels_.size()) + 1;
     // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
     // there too, unless already done).
-    // This rank's columns already in their place (device_home_a): not copied there.
+    // This rank's columns of A (rows of B) already in their place (device_home): not copied there.
     const bool a_at_home = along_rows && A.data == afull + ka0 * mi && A.ld == std::max<index_t>(mi, 1);
+    const bool b_at_home = along_cols && B.data == bfull + kb0 && B.ld == std::max<index_t>(k, 1);
     auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
       own_a_in_place = own_a_in_place || a_at_home;
       // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
@@ -271,7 +279,7 @@ class Summa final : public AlgorithmBase<Summa> {
         if (along_cols) {
           if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
           dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
-          sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+          if (!(b_at_home && i == p.owner_row)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
         }
         step_done(static_cast<int>(t + 1), steps);
       }

@@ -64,7 +64,7 @@ using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
 // Freivalds' reference, taken from the inputs alone: for each trial's probe x (from the seed),
 // A (B x) and C0 x summed over ranks (sums: m each, A's first), with their bounds |A| |B| |x|
 // and |C0| |x|, and max|A| max|B|. Taken before the multiply, the check cannot pass a multiply
-// that wrote into its inputs (SUMMA gathers A around the rank's own block: device_home_a).
+// that wrote into its inputs (SUMMA gathers around the rank's own blocks: device_home).
 template <class T>
 struct FreivaldsReference {
   index_t m = 0, n = 0, k = 0;

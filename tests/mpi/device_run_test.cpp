@@ -112,13 +112,15 @@ TEST(DeviceRun, SummaStartsOnItsOwnHalfOfA) {
     }
 }
 
-// SUMMA's whole-k gather of A lands every owner's columns in one buffer, and a rank's own block
-// lives there (device_home_a): not copied in, not held twice, and never written. Three
-// multiplies on the block at home give the exact product (integer inputs, against a reference
-// from the generator, not from device memory) and leave the block as generated; A passed from
-// elsewhere gives the same product. A 1 x P grid (A gathered alone) and a P x 1 one (no home).
+// SUMMA's whole-k gathers land every owner's columns of A (rows of B) in one buffer, and a
+// rank's own block lives there (device_home): not copied in, not held twice, and never written.
+// Three multiplies on the blocks at home give the exact product (integer inputs, against a
+// reference from the generator, not from device memory) and leave the blocks as generated;
+// blocks passed from elsewhere give the same product. Every grid of P ranks: 1 x P (A gathered
+// alone), P x 1 (B alone) and the 2-D ones between (both).
 template <class T>
 void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
+  using In = DistAlgorithm::Input;
   const Comm world = Comm::world();
   const int P = world.size();
   EngineOptions eo;
@@ -137,23 +139,33 @@ void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
   auto algo = make_algorithm(Algorithm::summa, world, {m, n, k}, ao);
   const std::string what = std::string(to_string(dtype_of<T>())) + " " + std::to_string(m) + "x" + std::to_string(n) +
                            "x" + std::to_string(k) + " P=" + std::to_string(P) + " " + algo->layout();
-  const bool gathers_a = grid_rows == 1 && P > 1;
-  ASSERT_EQ(algo->device_home_a().has_value(), gathers_a) << what;
+  ASSERT_EQ(algo->device_home(In::a).has_value(), grid_rows < P) << what;  // more than one grid column
+  ASSERT_EQ(algo->device_home(In::b).has_value(), grid_rows > 1) << what;  // more than one grid row
   algo->prepare_device(*space);
   algo->reserve_device(*space, dtype_of<T>());
   const Piece &pa = algo->piece_a(), &pb = algo->piece_b(), &pc = algo->piece_c();
-  void* home = algo->device_home_a_address(dtype_of<T>());
-  EXPECT_EQ(home != nullptr, gathers_a && pa.rows() * pa.cols() > 0) << what;
-  DeviceDistMatrix apart(*space, m, k, pa, sizeof(T)), B(*space, k, n, pb, sizeof(T)), C(*space, m, n, pc, sizeof(T));
-  DeviceDistMatrix A = home ? DeviceDistMatrix(m, k, pa, home, algo->device_home_a()->ld) : DeviceDistMatrix();
   const std::uint64_t seed = 5;
   auto generate = [&](const DeviceDistMatrix& d, Stream st) {
     for_each_run_block(d.piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
       space->fill_random(d.data<T>() + lr + lc * d.ld, d.ld, nr, nc, gr, gc, seed, st, Fill::integer, dtype_of<T>());
     });
   };
-  generate(apart, Stream::A), generate(B, Stream::B);
-  if (home) generate(A, Stream::A);
+  // Each input apart, and at home where the algorithm has one.
+  DeviceDistMatrix apart[2] = {DeviceDistMatrix(*space, m, k, pa, sizeof(T)), DeviceDistMatrix(*space, k, n, pb, sizeof(T))};
+  DeviceDistMatrix at_home[2];
+  const In inputs[2] = {In::a, In::b};
+  const Stream streams[2] = {Stream::A, Stream::B};
+  for (int x = 0; x < 2; ++x) {
+    const Piece& p = x == 0 ? pa : pb;
+    void* home = algo->device_home_address(inputs[x], dtype_of<T>());
+    EXPECT_EQ(home != nullptr, algo->device_home(inputs[x]).has_value() && p.rows() * p.cols() > 0) << what;
+    generate(apart[x], streams[x]);
+    if (home) {
+      at_home[x] = DeviceDistMatrix(x == 0 ? m : k, x == 0 ? k : n, p, home, algo->device_home(inputs[x])->ld);
+      generate(at_home[x], streams[x]);
+    }
+  }
+  DeviceDistMatrix C(*space, m, n, pc, sizeof(T));
   auto download = [&](const DeviceDistMatrix& d) {
     Matrix<T> h(d.piece.rows(), d.piece.cols());
     space->download(h.data(), std::max<index_t>(h.rows(), 1), d.data<T>(), d.ld, h.rows(), h.cols(), sizeof(T));
@@ -175,28 +187,32 @@ void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
     EXPECT_EQ(wrong, 0) << what << " (" << how << ")";
   };
   const T one(1), zero(0);
-  auto multiply = [&](const DeviceDistMatrix& a) {
+  auto multiply = [&](const DeviceDistMatrix& a, const DeviceDistMatrix& b) {
     algo->multiply_device(*space, {dtype_of<T>(), &one, {a.data<T>(), pa.rows(), pa.cols(), a.ld},
-                                   {B.data<T>(), pb.rows(), pb.cols(), B.ld}, &zero, C.data<T>(), pc.rows(),
+                                   {b.data<T>(), pb.rows(), pb.cols(), b.ld}, &zero, C.data<T>(), pc.rows(),
                                    pc.cols(), C.ld});
     space->synchronize();
   };
-  if (home) {
-    for (int rep = 0; rep < 3; ++rep) multiply(A);
-    check("A at home");
-    const Matrix<T> after = download(A), generated = download(apart);
-    index_t changed = 0;
-    for (index_t t = 0; t < after.size(); ++t) changed += after.data()[t] != generated.data()[t];
-    EXPECT_EQ(changed, 0) << what << ": the multiply wrote into the rank's block of A";
-  }
-  multiply(apart);
-  check("A apart");
+  const DeviceDistMatrix& a = at_home[0].data<T>() ? at_home[0] : apart[0];
+  const DeviceDistMatrix& b = at_home[1].data<T>() ? at_home[1] : apart[1];
+  for (int rep = 0; rep < 3; ++rep) multiply(a, b);
+  check("inputs at home where they have one");
+  for (int x = 0; x < 2; ++x)
+    if (at_home[x].data<T>()) {
+      const Matrix<T> after = download(at_home[x]), generated = download(apart[x]);
+      index_t changed = 0;
+      for (index_t t = 0; t < after.size(); ++t) changed += after.data()[t] != generated.data()[t];
+      EXPECT_EQ(changed, 0) << what << ": the multiply wrote into the rank's block of " << (x == 0 ? "A" : "B");
+    }
+  multiply(apart[0], apart[1]);
+  check("inputs apart");
 }
 
-TEST(DeviceRun, SummaKeepsTheRanksBlockOfAWhereItGathersA) {
+TEST(DeviceRun, SummaKeepsTheRanksBlocksWhereItGathersThem) {
   const int P = Comm::world().size();
-  for (const Case& c : {Case{37, 13 * P, 41}, Case{64, 32 * P, 64}, Case{5, P, 3 * P + 1}})
-    for (int rows : {1, P}) {
+  for (const Case& c : {Case{37, 13 * P, 41}, Case{64, 32 * P, 64}, Case{5, P, 3 * P + 1}, Case{11 * P, 7, 29}})
+    for (int rows = 1; rows <= P; ++rows) {
+      if (P % rows) continue;
       summa_home_case<double>(c.m, c.n, c.k, rows);
       summa_home_case<std::complex<float>>(c.m, c.n, c.k, rows);
     }
