@@ -54,6 +54,10 @@ struct AlgoOptions {
   // for the GPU engine (whole-k local products where memory allows) instead of the host's cache.
   bool device_resident = false;
   std::size_t device_limit = 0;  // device bytes per rank for the algorithm's buffers (0: no limit)
+  // The caller will place A and B where DistAlgorithm::device_home() says (run()'s
+  // device-resident run), so the algorithm plans its memory without a second copy of them. Off
+  // (a streamed run's stages, whose inputs arrive in panel buffers): no homes.
+  bool inputs_at_home = false;
   const Engine* engine = nullptr;  // CAPS: the local engine, for its memory estimate
   Dtype dtype = Dtype::f64;
 };
@@ -145,14 +149,22 @@ class DistAlgorithm {
   void reserve_device(DeviceSpace& space, Dtype dt) {
     const std::vector<std::size_t> bytes = device_buffer_bytes(dt);
     device_buffers_.resize(bytes.size());
-    for (std::size_t i = 0; i < bytes.size(); ++i) reserve(space, device_buffers_[i], bytes[i]);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      for (Input in : {Input::a, Input::b})
+        if (const auto h = device_home(in); h && h->buffer == i && device_buffers_[i].as<char>() &&
+                                            device_buffers_[i].bytes() < bytes[i])
+          throw std::logic_error(name() + ": growing a device buffer would move the inputs placed in it");
+      reserve(space, device_buffers_[i], bytes[i]);
+    }
   }
-  // Where this rank's block of an input can live inside the device multiply's buffers: elements
-  // from buffer `buffer`'s start, leading dimension `ld`. SUMMA's whole-k gathers land every
-  // owner's columns of A (rows of B) in one buffer, and a block already in its place there is
-  // neither copied in each multiply nor held twice; the multiply never writes those elements.
-  // None: the block is allocated apart. A caller that passes the block elsewhere still gets the
-  // right product (it is copied in).
+  // Where this rank's block of an input can live inside the device multiply's buffers (where
+  // AlgoOptions::inputs_at_home): elements from buffer `buffer`'s start, leading dimension `ld`.
+  // SUMMA's whole-k gathers land every owner's columns of A (rows of B) in one buffer, and a
+  // block already in its place there is neither copied in each multiply nor held twice; a
+  // multiply given the block there never writes it. None: the block is allocated apart. A caller
+  // that passes the block elsewhere still gets the right product (it is copied in, over the home).
+  // The address holds while the algorithm lives: reserve_device() never moves a buffer that holds
+  // a home once allocated (it throws instead).
   enum class Input { a, b };
   struct DeviceHome {
     std::size_t buffer = 0, offset = 0;

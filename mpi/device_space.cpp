@@ -392,9 +392,24 @@ class GpuDeviceSpace final : public DeviceSpace {
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* m = static_cast<const T*>(M);
-      if (ld == rows) best = cublas_amax(h, std::int64_t(rows) * cols, m);  // contiguous columns
-      else
+      const std::size_t col_bytes = std::size_t(rows) * sizeof(T), pitch = std::size_t(ld) * sizeof(T);
+      if (ld == rows) {
+        best = cublas_amax(h, std::int64_t(rows) * cols, m);  // contiguous columns
+      } else if (pitch > max_pitch_) {
         for (index_t c = 0; c < cols; ++c) best = std::max(best, cublas_amax(h, rows, m + c * ld));
+      } else {
+        // Strided columns (a block inside a gather buffer, SUMMA's B at home): packed 16 MiB of
+        // columns at a time, one search each, not one (and a host round trip) per column.
+        const index_t per = std::max<index_t>(1, index_t((std::size_t(16) << 20) / std::max<std::size_t>(col_bytes, 1)));
+        DeviceBlock packed = alloc(std::size_t(std::min(per, cols)) * col_bytes);
+        for (index_t c = 0; c < cols; c += per) {
+          const index_t w = std::min(per, cols - c);
+          cuda_check(cudaMemcpy2DAsync(packed.as<T>(), col_bytes, m + c * ld, pitch, col_bytes, std::size_t(w),
+                                       cudaMemcpyDeviceToDevice, aux_stream_->get()),
+                     "cudaMemcpy2DAsync");
+          best = std::max(best, cublas_amax(h, std::int64_t(rows) * w, packed.as<const T>()));  // waits for it
+        }
+      }
     });
     return best;
   }

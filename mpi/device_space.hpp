@@ -287,16 +287,16 @@ struct DeviceDistMatrix {
   Piece piece;
   index_t ld = 1;
   DeviceBlock mem;
-  void* at = nullptr;  // where it lives when not in mem
+  void* place = nullptr;  // where it lives when not in mem (memory it does not own)
   DeviceDistMatrix() = default;
   DeviceDistMatrix(DeviceSpace& s, index_t r, index_t c, Piece p, std::size_t elem_bytes)
       : rows(r), cols(c), piece(std::move(p)), ld(std::max<index_t>(piece.rows(), 1)),
         mem(s.alloc(static_cast<std::size_t>(piece.rows() * piece.cols()) * elem_bytes)) {}
-  DeviceDistMatrix(index_t r, index_t c, Piece p, void* place, index_t ld_place)
-      : rows(r), cols(c), piece(std::move(p)), ld(ld_place), at(place) {}
+  DeviceDistMatrix(index_t r, index_t c, Piece p, void* at, index_t ld_at)
+      : rows(r), cols(c), piece(std::move(p)), ld(ld_at), place(at) {}
   template <class T>
   T* data() const {
-    return at ? static_cast<T*>(at) : mem.as<T>();
+    return place ? static_cast<T*>(place) : mem.as<T>();
   }
 };
 

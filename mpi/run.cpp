@@ -349,7 +349,6 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     t0 = MPI_Wtime();
     upload(ha, A), upload(hb, B);
     if (keep_c0) upload(hc0, C0);
-    sp.synchronize();  // (the host blocks are read until then)
     if (verify == Verify::full) va = std::move(ha), vb = std::move(hb), vc0 = std::move(hc0);
   } else {
     world.barrier();
@@ -369,9 +368,9 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     va = host(A), vb = host(B);
     if (keep_c0) vc0 = host(C0);
   }
-  FreivaldsReference<T> probe;
+  FreivaldsReference<T> reference;
   if (verify == Verify::freivalds)
-    probe = freivalds_reference_device(sp, A, B, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials, o.seed + 1000003,
+    reference = freivalds_reference_device(sp, A, B, alpha, beta, keep_c0 ? &C0 : nullptr, o.trials, o.seed + 1000003,
                                        o.n, world);
 
   const Piece& pc = algo.piece_c();
@@ -413,7 +412,7 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     if (verify == Verify::full)
       v = verify_full(va, vb, hC, alpha, beta, keep_c0 ? &vc0 : nullptr, tol, world, growth > 1);
     else
-      v = verify_freivalds_device(sp, probe, C, tol, world, growth > 1);
+      v = verify_freivalds_device(sp, reference, C, tol, world, growth > 1);
     record_verdict(v, world, rec);
   }
   if (out && rec.passed) {
@@ -675,7 +674,11 @@ Prepared prepare(const Comm& world, RunSpec o) {
     kind = *parse_algorithm(pick->name());
     stage_choice = "for the stages' products: " + pick->selection();
   }
-  auto algo = make_algorithm(kind, world, {o.m, o.n, o.k}, o.algo_opts);
+  // The whole product's algorithm gets its inputs where its buffers want them (device_home);
+  // a streamed run's stages get theirs in panel buffers.
+  AlgoOptions whole_opts = o.algo_opts;
+  whole_opts.inputs_at_home = o.algo_opts.device_resident;
+  auto algo = make_algorithm(kind, world, {o.m, o.n, o.k}, whole_opts);
   if (!stage_choice.empty())
     algo->set_selection(algo->selection().empty() ? stage_choice : algo->selection() + "; " + stage_choice);
   std::unique_ptr<DeviceSpace> space;
@@ -691,7 +694,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
   // every rank has decided alike).
   auto unstaged = [&] {
     if (stage_choice.empty()) return;
-    algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, o.algo_opts);
+    algo = make_algorithm(o.algo, world, {o.m, o.n, o.k}, whole_opts);
     stage_choice.clear();
   };
   if (stream.stages() <= 1) unstaged();

@@ -21,7 +21,7 @@ struct Panel {
 class Summa final : public AlgorithmBase<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : s_(s), device_resident_(o.device_resident), grid_(world, {pr, pc}, false), pm_{s.m, pr},
+      : s_(s), device_resident_(o.device_resident), inputs_at_home_(o.inputs_at_home), grid_(world, {pr, pc}, false), pm_{s.m, pr},
         pn_{s.n, pc}, pka_{s.k, pc},
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
@@ -52,10 +52,12 @@ class Summa final : public AlgorithmBase<Summa> {
       // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
       // k-half) starts on the rank's own columns (run_device_whole_k); otherwise the gather comes
       // first, a small price over NVLink.
-      // A gathered A (B) holds the rank's own block (device_home), which the limit counted
-      // already (device_limit is what is left after the operands' mean share: m k / P of A's).
-      const double home = ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
-                          double(s.k) / double(pr * pc);
+      // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
+      // rank's own block, which the limit counted already (device_limit is what is left after
+      // the operands' mean share: m k / P of them A's).
+      const double home = !inputs_at_home_ ? 0.0
+                          : ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
+                                double(s.k) / double(pr * pc);
       const double whole = (double(whole_k_buffer_words(mi, nj)) - home) * size_of(o.dtype) +
                            (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
@@ -176,7 +178,7 @@ class Summa final : public AlgorithmBase<Summa> {
   // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
   // before the product starts) nor a second copy of the block is needed.
   std::optional<DeviceHome> device_home(Input which) const override {
-    if (!device_resident_ || !whole_k_) return std::nullopt;
+    if (!device_resident_ || !inputs_at_home_ || !whole_k_) return std::nullopt;
     const int i = grid_.coord(0), j = grid_.coord(1);
     if (which == Input::a && broadcasts_a()) {
       const index_t mi = pm_.size(i);
@@ -257,11 +259,11 @@ class Summa final : public AlgorithmBase<Summa> {
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
     const int steps = static_cast<int>(panels_.size()) + 1;
-    // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
-    // there too, unless already done).
     // This rank's columns of A (rows of B) already in their place (device_home): not copied there.
     const bool a_at_home = along_rows && A.data == afull + ka0 * mi && A.ld == std::max<index_t>(mi, 1);
     const bool b_at_home = along_cols && B.data == bfull + kb0 && B.ld == std::max<index_t>(k, 1);
+    // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
+    // there too, unless already done).
     auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
       own_a_in_place = own_a_in_place || a_at_home;
       // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
@@ -353,6 +355,7 @@ class Summa final : public AlgorithmBase<Summa> {
 
   GemmShape s_;
   bool device_resident_;  // buffers on the rank's GPU (run_device)
+  bool inputs_at_home_;   // the caller places A and B where device_home() says
   CartGrid grid_;
   Comm row_, col_;
   std::unique_ptr<DeviceComm> dev_row_, dev_col_;

@@ -136,6 +136,9 @@ void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
   ao.engine = engine.get();
   ao.dtype = dtype_of<T>();
   ao.grid_rows = grid_rows;
+  // Homes only where the caller says it places the inputs there (not a streamed run's stages).
+  ASSERT_FALSE(make_algorithm(Algorithm::summa, world, {m, n, k}, ao)->device_home(In::a).has_value());
+  ao.inputs_at_home = true;
   auto algo = make_algorithm(Algorithm::summa, world, {m, n, k}, ao);
   const std::string what = std::string(to_string(dtype_of<T>())) + " " + std::to_string(m) + "x" + std::to_string(n) +
                            "x" + std::to_string(k) + " P=" + std::to_string(P) + " " + algo->layout();
@@ -158,7 +161,10 @@ void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
   for (int x = 0; x < 2; ++x) {
     const Piece& p = x == 0 ? pa : pb;
     void* home = algo->device_home_address(inputs[x], dtype_of<T>());
-    EXPECT_EQ(home != nullptr, algo->device_home(inputs[x]).has_value() && p.rows() * p.cols() > 0) << what;
+    // An address only with a home, and always where the rank's block is not empty (an empty
+    // one may have an address, where the gather buffer holds the other ranks' parts, k < P).
+    if (home) EXPECT_TRUE(algo->device_home(inputs[x]).has_value()) << what;
+    if (algo->device_home(inputs[x]) && p.rows() * p.cols() > 0) EXPECT_NE(home, nullptr) << what;
     generate(apart[x], streams[x]);
     if (home) {
       at_home[x] = DeviceDistMatrix(x == 0 ? m : k, x == 0 ? k : n, p, home, algo->device_home(inputs[x])->ld);
@@ -204,18 +210,67 @@ void summa_home_case(index_t m, index_t n, index_t k, int grid_rows) {
       for (index_t t = 0; t < after.size(); ++t) changed += after.data()[t] != generated.data()[t];
       EXPECT_EQ(changed, 0) << what << ": the multiply wrote into the rank's block of " << (x == 0 ? "A" : "B");
     }
+  // Blocks passed from elsewhere are copied in: the homes hold something else first.
+  for (int x = 0; x < 2; ++x)
+    if (at_home[x].data<T>())
+      for_each_run_block(at_home[x].piece, [&](index_t lr, index_t lc, index_t gr, index_t gc, index_t nr, index_t nc) {
+        space->fill_random(at_home[x].data<T>() + lr + lc * at_home[x].ld, at_home[x].ld, nr, nc, gr, gc, seed + 1,
+                           streams[x], Fill::integer, dtype_of<T>());
+      });
   multiply(apart[0], apart[1]);
   check("inputs apart");
 }
 
 TEST(DeviceRun, SummaKeepsTheRanksBlocksWhereItGathersThem) {
   const int P = Comm::world().size();
-  for (const Case& c : {Case{37, 13 * P, 41}, Case{64, 32 * P, 64}, Case{5, P, 3 * P + 1}, Case{11 * P, 7, 29}})
+  for (const Case& c : {Case{37, 13 * P, 41}, Case{64, 32 * P, 64}, Case{5, P, 3 * P + 1}, Case{11 * P, 7, 29},
+                        Case{1, 1, 1}, Case{7, 9, 1}, Case{3, 3, 2}, Case{2, 7, 3}})
     for (int rows = 1; rows <= P; ++rows) {
       if (P % rows) continue;
       summa_home_case<double>(c.m, c.n, c.k, rows);
       summa_home_case<std::complex<float>>(c.m, c.n, c.k, rows);
     }
+}
+
+// The GPU plan counts an input at home once: on the emulated device, with room for SUMMA's
+// whole-k gather buffer, B, C and the engine's workspace, but not for a separate block of the
+// gathered input too, the run gathers whole k (the algorithm's own memory test discounts the
+// block it will hold) and passes, and its planned bytes per rank are exactly those. A 1 x P grid
+// (A gathered) and a P x 1 one (B gathered, plus one panel of B to receive into).
+TEST(DeviceRun, PlanHoldsTheGatheredInputOnce) {
+  if (!emulated()) GTEST_SKIP() << "a GPU's own free memory sets its limit: planned on the emulated device only";
+  const int P = world_size();
+  if (P == 1) GTEST_SKIP() << "one rank gathers nothing";
+  const index_t N = 24 * P;
+  const double e = 8, blk = double(N) * N / P;  // f64; an operand's block per rank
+  for (int rows : {1, P}) {
+    RunSpec s;
+    s.m = s.n = s.k = N;
+    s.dtype = Dtype::f64;
+    s.algo = Algorithm::summa;
+    s.algo_opts.grid_rows = rows;
+    on_device(s, "gpu-winograd");
+    s.engine_opts.levels = 1;
+    s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
+    s.fill = Fill::integer;
+    s.verify = Verify::freivalds;
+    s.repeat = 2;
+    s.threads = 1;
+    EngineOptions eo = s.engine_opts;
+    const double work = double(engine_info("winograd").make(eo)->workspace_bytes(rows == 1 ? N : N / P,
+                                                                                 rows == 1 ? N / P : N, N, Dtype::f64));
+    // Gathered buffers: A's N x N (1 x P), or B's N x N and a panel of N / P rows (P x 1).
+    const double buffers = (double(N) * N + (rows == 1 ? 0.0 : blk)) * e;
+    const double need = 2 * blk * e + buffers + work;  // the other input's block and C's
+    // The emulated device holds the budget less the host's copies (3 blocks); it gets room for
+    // `need` and half a block more, short of a separate block of the gathered input.
+    s.mem_limit = static_cast<std::size_t>(3 * blk * e + need + 0.5 * blk * e);
+    RunReport r = run(Comm::world(), s);
+    const std::string what = "grid rows " + std::to_string(rows) + ", P=" + std::to_string(P) + ": " + r.layout;
+    EXPECT_TRUE(r.passed) << what;
+    EXPECT_NE(r.layout.find("gathered into one whole-k product"), std::string::npos) << what;
+    EXPECT_EQ(r.peak_bytes, need) << what;
+  }
 }
 
 // Every cuboid grid of P ranks (uneven parts travel padded through NCCL's equal-part
