@@ -67,6 +67,21 @@ RunReport run_case(const std::string& algo, const std::string& engine, Dtype dt,
   return run(Comm::world(), s);
 }
 
+// An f64 N^3 SUMMA run on `rows` grid rows with integer inputs, for the memory-plan tests
+// (Freivalds: the full check's gathered copies need memory these tests leave out).
+RunSpec summa_memory_case(index_t N, int rows, const std::string& engine) {
+  RunSpec s;
+  s.m = s.n = s.k = N;
+  s.dtype = Dtype::f64;
+  s.algo = Algorithm::summa;
+  s.algo_opts.grid_rows = rows;
+  on_device(s, engine);
+  s.fill = Fill::integer;
+  s.verify = Verify::freivalds;
+  s.threads = 1;
+  return s;
+}
+
 }  // namespace
 
 TEST(DeviceRun, ExactOnEveryShapeDtypeAndEngine) {
@@ -244,18 +259,10 @@ TEST(DeviceRun, PlanHoldsTheGatheredInputOnce) {
   const index_t N = 24 * P;
   const double e = 8, blk = double(N) * N / P;  // f64; an operand's block per rank
   for (int rows : {1, P}) {
-    RunSpec s;
-    s.m = s.n = s.k = N;
-    s.dtype = Dtype::f64;
-    s.algo = Algorithm::summa;
-    s.algo_opts.grid_rows = rows;
-    on_device(s, "gpu-winograd");
+    RunSpec s = summa_memory_case(N, rows, "gpu-winograd");
     s.engine_opts.levels = 1;
     s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
-    s.fill = Fill::integer;
-    s.verify = Verify::freivalds;
     s.repeat = 2;
-    s.threads = 1;
     EngineOptions eo = s.engine_opts;
     const double work = double(engine_info("winograd").make(eo)->workspace_bytes(rows == 1 ? N : N / P,
                                                                                  rows == 1 ? N / P : N, N, Dtype::f64));
@@ -309,16 +316,8 @@ TEST(DeviceRun, SummaPanelsReadInPlaceNeedNoBuffers) {
   const int P = world_size();
   const index_t N = 1024;
   for (int rows : {1, P}) {
-    RunSpec s;
-    s.m = s.n = s.k = N;
-    s.dtype = Dtype::f64;
-    s.algo = Algorithm::summa;
-    s.algo_opts.grid_rows = rows;
-    on_device(s, "cublas");
-    s.fill = Fill::integer;
-    s.verify = Verify::freivalds;  // (the full check's gathered copies need memory the test leaves out)
+    RunSpec s = summa_memory_case(N, rows, "cublas");
     s.repeat = 1;
-    s.threads = 1;
     // The emulated device holds the rank's budget less the host's copies and the device's blocks
     // of A, B, C (3 N^2 / P words together); left: 2 N^2 + N^2 / P words, room for the broadcast
     // operand's two panels of width k (2 N^2 words; none on one rank), not for both operands'.
