@@ -382,6 +382,7 @@ void run_typed_device(const RunSpec& o, const Comm& world, DistAlgorithm& algo, 
     if (keep_c0) sp.copy(C.data<T>(), C.ld, C0.data<T>(), C0.ld, pc.rows(), pc.cols(), DeviceSpace::Lane::compute);
     comm_counters() = CommCounters{};
     if (o.repetition_started) o.repetition_started();
+    if (o.device_repetition_started) o.device_repetition_started(sp, call);
     sp.synchronize();
     world.barrier();
     t0 = MPI_Wtime();

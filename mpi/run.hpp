@@ -64,6 +64,9 @@ struct RunSpec {
   EngineOptions engine_opts;
   std::function<void(int done, int total)> progress;  // after each step, on every rank
   std::function<void()> repetition_started;          // before each timed or warm-up multiply
+  // Device-resident runs: before each multiply, with the call's device blocks (tests make a
+  // multiply that changes its inputs, which the check must not pass).
+  std::function<void(DeviceSpace&, const MultiplyCall&)> device_repetition_started;
 };
 
 // One run's parameters and figures: the CLI prints it (src/cli/report.cpp) and --json appends

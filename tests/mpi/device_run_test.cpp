@@ -280,6 +280,36 @@ TEST(DeviceRun, PlanHoldsTheGatheredInputOnce) {
   }
 }
 
+// run() takes the check's view of the inputs before the first multiply: a multiply that doubles
+// its A first and multiplies on consistently (C = 2 A B) fails Freivalds' check and the full
+// one, on SUMMA (A at home on a 1 x P grid) and cuboid. Taken after the loop, both would pass.
+TEST(DeviceRun, InputsChangedByTheMultiplyFailTheCheck) {
+  for (const char* algo : {"summa", "cuboid"})
+    for (Verify v : {Verify::freivalds, Verify::full}) {
+      RunSpec s;
+      s.m = 37, s.n = 29 * world_size(), s.k = 41;
+      s.dtype = Dtype::f64;
+      s.algo = *parse_algorithm(algo);
+      on_device(s, "gpu-winograd");
+      s.fill = Fill::integer;
+      s.verify = v;
+      s.repeat = 2;
+      s.threads = 1;
+      s.engine_opts.levels = 1;
+      s.engine_opts.tau1 = s.engine_opts.tau2 = 16;
+      bool changed = false;
+      s.device_repetition_started = [&](DeviceSpace& sp, const MultiplyCall& c) {
+        if (changed) return;
+        changed = true;
+        double* a = const_cast<double*>(static_cast<const double*>(c.A.data));
+        if (c.A.rows * c.A.cols > 0) sp.scale_add<double>(a, c.A.ld, a, c.A.ld, c.A.rows, c.A.cols, 2.0, 0.0);
+      };
+      const RunReport r = run(Comm::world(), s);
+      EXPECT_TRUE(changed) << algo;
+      EXPECT_FALSE(r.passed) << algo << " " << r.verify << ": residual " << r.residual;
+    }
+}
+
 // Every cuboid grid of P ranks (uneven parts travel padded through NCCL's equal-part
 // collectives), with one and with three sequential k-steps.
 TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {
