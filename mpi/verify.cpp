@@ -58,11 +58,19 @@ double local_max_abs(const Matrix<T>& M) {
 // (freivalds_check). matvec(which, x, xa, y, ya) adds this rank's piece of operand `which`
 // ('A', 'B', 'C' or '0' for C0) times x into y (by global row) and |piece| xa into ya; the sums
 // over ranks and the verdict are the same for host and device.
-template <class T>
-std::vector<double> freivalds_probe(const FreivaldsReference<T>& ref, int t) {
-  std::vector<double> x(ref.n);
-  for (index_t j = 0; j < ref.n; ++j) x[j] = random_value(ref.seed + 7919 * t, Stream::Probe, j, 0, Fill::uniform);
-  return x;
+// Trial t's probe x (from the seed, the same in both halves), |x| and |x|_1.
+struct Probe {
+  std::vector<double> x, xa;
+  double x1 = 0;
+};
+Probe freivalds_probe(index_t n, std::uint64_t seed, int t) {
+  Probe p{std::vector<double>(n), std::vector<double>(n)};
+  for (index_t j = 0; j < n; ++j) {
+    p.x[j] = random_value(seed + 7919 * t, Stream::Probe, j, 0, Fill::uniform);
+    p.xa[j] = std::abs(p.x[j]);
+    p.x1 += p.xa[j];
+  }
+  return p;
 }
 
 template <class T, class Matvec, class MaxAbs>
@@ -77,9 +85,8 @@ FreivaldsReference<T> freivalds_reference(index_t m, index_t n, index_t k, T alp
   ref.max_ab = mx[0] * mx[1];
   using W = Wide<T>;
   for (int t = 0; t < trials; ++t) {
-    const std::vector<double> x = freivalds_probe(ref, t);
-    std::vector<double> xa(n);
-    for (index_t j = 0; j < n; ++j) xa[j] = std::abs(x[j]);
+    const Probe p = freivalds_probe(n, seed, t);
+    const std::vector<double>&x = p.x, &xa = p.xa;
     // y = B x and its bound, on all ranks (k words of allreduce each).
     std::vector<W> yv(k, W(0));
     std::vector<double> ya(k, 0.0);
@@ -87,16 +94,14 @@ FreivaldsReference<T> freivalds_reference(index_t m, index_t n, index_t k, T alp
     comm.allreduce_sum_uncounted(yv.data(), k);
     comm.allreduce_sum_uncounted(ya.data(), k);
     // A y and C0 x with their bounds |A| |B| |x| and |C0| |x|, summed over ranks.
-    std::vector<W> sums(2 * m, W(0));
-    std::vector<double> bounds(2 * m, 0.0), azb(m, 0.0), c0zb(m, 0.0);
     std::vector<W> az(m, W(0)), c0z(m, W(0));
+    std::vector<double> azb(m, 0.0), c0zb(m, 0.0);
     matvec('A', yv, ya, az, azb);
     if (ref.with_c0) matvec('0', x, xa, c0z, c0zb);
-    for (index_t i = 0; i < m; ++i) sums[i] = az[i], sums[m + i] = c0z[i], bounds[i] = azb[i], bounds[m + i] = c0zb[i];
-    comm.allreduce_sum_uncounted(sums.data(), 2 * m);
-    comm.allreduce_sum_uncounted(bounds.data(), 2 * m);
-    ref.sums.push_back(std::move(sums));
-    ref.bounds.push_back(std::move(bounds));
+    for (auto* v : {&az, &c0z}) comm.allreduce_sum_uncounted(v->data(), m);
+    for (auto* v : {&azb, &c0zb}) comm.allreduce_sum_uncounted(v->data(), m);
+    ref.ay.push_back(std::move(az)), ref.c0x.push_back(std::move(c0z));
+    ref.ay_bound.push_back(std::move(azb)), ref.c0x_bound.push_back(std::move(c0zb));
   }
   return ref;
 }
@@ -114,19 +119,17 @@ VerifyResult freivalds_check(const FreivaldsReference<T>& ref, double tol, const
   const double ab = normwise ? double(ref.k + 4) * ref.max_ab : 0.0;
   using W = Wide<T>;
   for (int t = 0; t < ref.trials; ++t) {
-    const std::vector<double> x = freivalds_probe(ref, t);
-    std::vector<double> xa(n);
-    double x1 = 0;
-    for (index_t j = 0; j < n; ++j) xa[j] = std::abs(x[j]), x1 += xa[j];
+    const Probe p = freivalds_probe(n, ref.seed, t);
     std::vector<W> cz(m, W(0));
     std::vector<double> czb(m, 0.0);
-    matvec_c(x, xa, cz, czb);
+    matvec_c(p.x, p.xa, cz, czb);
     comm.allreduce_sum_uncounted(cz.data(), m);
-    const std::vector<W>& sums = ref.sums[std::size_t(t)];
-    const std::vector<double>& bounds = ref.bounds[std::size_t(t)];
+    const std::size_t u = std::size_t(t);
+    const auto &ay = ref.ay[u], &c0x = ref.c0x[u];
+    const auto &ay_bound = ref.ay_bound[u], &c0x_bound = ref.c0x_bound[u];
     for (index_t i = 0; i < m; ++i) {
-      double diff = std::abs(cz[i] - widen(ref.beta) * sums[m + i] - widen(ref.alpha) * sums[i]);
-      double bound = std::abs(widen(ref.alpha)) * (bounds[i] + ab * x1) + std::abs(widen(ref.beta)) * bounds[m + i];
+      double diff = std::abs(cz[i] - widen(ref.beta) * c0x[i] - widen(ref.alpha) * ay[i]);
+      double bound = std::abs(widen(ref.alpha)) * (ay_bound[i] + ab * p.x1) + std::abs(widen(ref.beta)) * c0x_bound[i];
       double r = diff == 0 ? 0 : diff / std::max(bound, std::numeric_limits<double>::min());
       res.residual = std::isnan(r) ? INFINITY : std::max(res.residual, r);
     }

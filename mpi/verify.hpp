@@ -62,9 +62,9 @@ template <class T>
 using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
 
 // Freivalds' reference, taken from the inputs alone: for each trial's probe x (from the seed),
-// A (B x) and C0 x summed over ranks (sums: m each, A's first), with their bounds |A| |B| |x|
-// and |C0| |x|, and max|A| max|B|. Taken before the multiply, the check cannot pass a multiply
-// that wrote into its inputs (SUMMA gathers around the rank's own blocks: device_home).
+// A (B x) and C0 x summed over ranks (m each), with their bounds |A| |B| |x| and |C0| |x|, and
+// max|A| max|B|. Taken before the multiply, the check cannot pass a multiply that wrote into
+// its inputs (SUMMA gathers around the rank's own blocks: device_home).
 template <class T>
 struct FreivaldsReference {
   index_t m = 0, n = 0, k = 0;
@@ -73,8 +73,8 @@ struct FreivaldsReference {
   int trials = 0;
   std::uint64_t seed = 0;
   double max_ab = 0;
-  std::vector<std::vector<Wide<T>>> sums;
-  std::vector<std::vector<double>> bounds;
+  std::vector<std::vector<Wide<T>>> ay, c0x;  // per trial
+  std::vector<std::vector<double>> ay_bound, c0x_bound;
 };
 
 // The same on device-resident operands: the matrix-vector products on each rank's GPU (in
