@@ -91,6 +91,7 @@ struct GpuBackend {
   LtGemm* lt;  // tuned leaf products, or null for cuBLAS's own choice
   LaunchShape shape;
   Int8Emulation* emulation = nullptr;  // leaves emulated on INT8 tensor cores, or null
+  Dtype dtype = Dtype::f32;            // of the leaves (their tuned tiles)
   bool forked = false;
   int next = 0;  // the stream of the next product inside a fork
 
@@ -113,12 +114,13 @@ struct GpuBackend {
   void scale(index_t rows, index_t cols, T* p, index_t ld, T s) {
     launch_scale<T>(rows, cols, p, ld, s, streams.stream(0));
   }
-  // Concurrent leaves pay off while one product leaves SMs idle: at 1024^2 outputs a product
-  // has a third of a wave of 256 x 128 tiles on an H100 and two streams run 8192^3 at 3 levels
-  // 16% faster; from 2048^2 on (a full wave) the measured gain is nil (docs/performance.md).
-  // Emulated leaves share one workspace, so they stay on one stream.
-  void fork(index_t rows, index_t cols, index_t) {
-    if (emulation || streams.size() < 2 || rows * cols >= index_t(2048) * 2048) return;
+  // Concurrent leaves pay off while one product leaves SMs idle (leaves_run_concurrently, with
+  // the tiles of the configuration the leaves run). Emulated leaves share one workspace, so
+  // they stay on one stream.
+  void fork(index_t rows, index_t cols, index_t inner) {
+    if (emulation || streams.size() < 2) return;
+    const auto [tr, tc] = lt ? lt->leaf_tile(dtype, rows, cols, inner) : std::pair<int, int>{0, 0};
+    if (!leaves_run_concurrently(rows, cols, tr, tc, lt ? lt->sms() : 0)) return;
     streams.fork();
     forked = true, next = 0;
   }
@@ -242,7 +244,8 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     using R = real_t<T>;
     const index_t real_rows = m / 2 * index_t(sizeof(T) / sizeof(R));
     GpuBackend be{streams_, this->o_.tuned_leaves ? &lt_ : nullptr,
-                  tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows), emulation_.get()};
+                  tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows), emulation_.get(),
+                  dtype_of<T>()};
     Recursion<T, Schedule, GpuBackend> r({levels, 2}, reinterpret_cast<T*>(arena_.get()), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta, pending);
     levels_run_ = std::max(levels_run_, r.levels_run());

@@ -131,6 +131,16 @@ class LtGemm {
     return choose(to_string(dt), m, n, k).misfit;
   }
 
+  // The tile (rows x columns of C per thread block) that an m x n x k leaf of this dtype runs
+  // with; {0, 0} where cuBLAS chooses (not known here).
+  std::pair<int, int> leaf_tile(Dtype dt, index_t m, index_t n, index_t k) const {
+    if (dt != Dtype::f32 && dt != Dtype::f64) return {0, 0};
+    if (m <= 0 || n <= 0 || k <= 0) return {0, 0};
+    const std::optional<GemmConfig> c = choose(to_string(dt), m, n, k).config;
+    return c ? lt_tile_shape(c->tile) : std::pair<int, int>{0, 0};
+  }
+  int sms() const { return sms_; }
+
   // C = alpha op(A) op(B) + beta C on `stream` in the tuned configuration; false (nothing done)
   // when there is none for this size or it does not support this shape.
   template <class T>

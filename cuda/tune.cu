@@ -133,36 +133,67 @@ std::vector<GemmConfig> lt_candidates(cublasLtHandle_t h) {
   return out;
 }
 
-// The fastest of `pool` for an m x n x k leaf (C += A B, N N), against cuBLAS's own choice.
+// The fastest of `pool` for an m x n x k leaf (C += A B, N N), against cuBLAS's own choice,
+// each timed the way gpu-winograd runs such leaves: two at a time on two streams where its
+// tiles leave SMs idle (leaves_run_concurrently), and per product.
 struct LeafResult {
   std::optional<GemmConfig> best;  // none: cuBLAS's choice was as fast (within 1%)
   double best_ms = 0, cublas_ms = 0;
+  bool best_paired = false, cublas_paired = false;  // timed two at a time
   std::vector<GemmConfig> finalists;  // the best few of the first round, fastest first
 };
 
 template <class T>
 LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t stream, long long m, long long n,
-                     long long k, const std::vector<GemmConfig>& pool) {
-  DeviceBuffer<T> buf(static_cast<std::size_t>(m * k + k * n + m * n));
-  fill_uniform(buf.get(), m * k + k * n + m * n, stream);  // zeros would draw less power than real data
+                     long long k, const std::vector<GemmConfig>& pool, int sms) {
+  // A, B, and a C for each of the two products of a pair.
+  DeviceBuffer<T> buf(static_cast<std::size_t>(m * k + k * n + 2 * m * n));
+  fill_uniform(buf.get(), m * k + k * n + 2 * m * n, stream);  // zeros would draw less power than real data
   const T *A = buf.get(), *B = buf.get() + m * k;
-  T* C = buf.get() + m * k + k * n;
+  T* const C[2] = {buf.get() + m * k + k * n, buf.get() + m * k + k * n + m * n};
+  // The second product of a pair: its own stream and cuBLAS handle, forked from and joined to
+  // `stream`, as the engine's StreamSet does.
+  CudaStream side;
+  CublasHandle side_cub;
+  cublas_check(cublasSetStream(side_cub.get(), side.get()), "cublasSetStream");
+  CudaEvent forked, joined;
+  const cudaStream_t on[2] = {stream, side.get()};
   const T one = 1;
   // Calls per sample: as many as 4096^2 outputs hold of this one's (16 at 1024^2, 1 from 4096^2),
   // at most 256 (tiny shapes).
   const int reps = static_cast<int>(std::clamp(4096.0 * 4096.0 / (double(m) * n), 1.0, 256.0));
-  auto cublas_call = [&] {
-    static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
-    if constexpr (std::is_same_v<T, float>)
-      cublasSgemm(cub, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C, int(m));
-    else
-      cublasDgemm(cub, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C, int(m));
-  };
-  auto lt_call = [&](const LtPlan& plan) {
-    return [&, p = &plan] {
-      cublasLtMatmul(lt, p->desc.get(), &one, A, p->a.get(), B, p->b.get(), &one, C, p->c.get(), C, p->c.get(),
-                     &p->algo, nullptr, 0, stream);
+  // product(i) runs one product on stream i; a pair runs products 0 and 1 at once.
+  auto timed_call = [&](bool paired, auto product) {
+    return [&, paired, product] {
+      if (!paired) return product(0);
+      cuda_check(cudaEventRecord(forked.get(), stream), "event");
+      cuda_check(cudaStreamWaitEvent(side.get(), forked.get(), 0), "wait");
+      product(0), product(1);
+      cuda_check(cudaEventRecord(joined.get(), side.get()), "event");
+      cuda_check(cudaStreamWaitEvent(stream, joined.get(), 0), "wait");
     };
+  };
+  auto cublas_product = [&](int i) {
+    static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
+    cublasHandle_t h = i == 0 ? cub : side_cub.get();
+    if constexpr (std::is_same_v<T, float>)
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C[i], int(m));
+    else
+      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C[i], int(m));
+  };
+  auto lt_product = [&](const LtPlan& plan) {
+    return [&, p = &plan](int i) {
+      cublasLtMatmul(lt, p->desc.get(), &one, A, p->a.get(), B, p->b.get(), &one, C[i], p->c.get(), C[i],
+                     p->c.get(), &p->algo, nullptr, 0, on[i]);
+    };
+  };
+  auto paired_for = [&](const GemmConfig& c) {
+    const auto [tr, tc] = lt_tile_shape(c.tile);
+    return leaves_run_concurrently(m, n, tr, tc, sms);
+  };
+  // Milliseconds per product of `samples` samples' median.
+  auto ms_per_product = [&](int samples, bool paired, auto product) {
+    return median_ms(stream, samples, reps, timed_call(paired, product)) / (paired ? 2 : 1);
   };
   struct Timed {
     GemmConfig c;
@@ -171,7 +202,7 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   std::vector<Timed> timed;
   for (const GemmConfig& c : pool) {
     LtPlan p = lt_plan<T>(lt, c, Op::N, Op::N, m, n, k, m, k, m);
-    if (p.ok) timed.push_back({c, median_ms(stream, 3, reps, lt_call(p))});
+    if (p.ok) timed.push_back({c, ms_per_product(3, paired_for(c), lt_product(p))});
   }
   std::sort(timed.begin(), timed.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
   if (timed.size() > 5) timed.resize(5);
@@ -179,29 +210,34 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   for (auto& t : timed) r.finalists.push_back(t.c);
   // The finalists and cuBLAS, timed again under sustained load (each after about 0.2 s of
   // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product).
-  auto sustained_ms = [&](auto&& call, double estimate_ms) {
+  auto sustained_ms = [&](bool paired, auto product, double estimate_ms) {
     const int warm = static_cast<int>(std::clamp(200.0 / estimate_ms, 1.0, 2000.0));
+    auto call = timed_call(paired, product);
     for (int i = 0; i < warm; ++i) call();
-    return median_ms(stream, 7, reps, call);
+    return ms_per_product(7, paired, product);
   };
-  r.cublas_ms = sustained_ms(cublas_call, timed.empty() ? 1.0 : timed[0].ms);
+  // cuBLAS's tiles are not known here: its leaves pair by size alone, as in the engine.
+  r.cublas_paired = leaves_run_concurrently(m, n, 0, 0, sms);
+  r.cublas_ms = sustained_ms(r.cublas_paired, cublas_product, timed.empty() ? 1.0 : timed[0].ms);
   r.best_ms = r.cublas_ms;
   for (auto& t : timed) {
     LtPlan p = lt_plan<T>(lt, t.c, Op::N, Op::N, m, n, k, m, k, m);
-    const double ms = sustained_ms(lt_call(p), t.ms);
-    if (ms < 0.99 * r.best_ms) r.best = t.c, r.best_ms = ms;  // 1%: not noise
+    const double ms = sustained_ms(paired_for(t.c), lt_product(p), t.ms);
+    if (ms < 0.99 * r.best_ms) r.best = t.c, r.best_ms = ms, r.best_paired = paired_for(t.c);  // 1%: not noise
   }
   return r;
 }
 
 void report_leaf(std::ostream& os, const std::string& what, double flops, const LeafResult& r) {
   const double tf = flops / 1e9;
+  auto pairs = [](bool paired) { return paired ? ", two at a time" : ""; };
   os << "  " << what << ": cuBLAS " << std::fixed << std::setprecision(3) << r.cublas_ms << " ms ("
-     << std::setprecision(1) << tf / r.cublas_ms << " TFLOP/s), ";
+     << std::setprecision(1) << tf / r.cublas_ms << " TFLOP/s" << pairs(r.cublas_paired) << "), ";
   if (r.best)
     os << "best algo " << r.best->algo << " tile " << r.best->tile << " stages " << r.best->stages << " swizzle "
        << r.best->swizzle << " custom " << r.best->custom << " cluster " << r.best->cluster << ": "
-       << std::setprecision(3) << r.best_ms << " ms (" << std::setprecision(1) << tf / r.best_ms << " TFLOP/s)\n";
+       << std::setprecision(3) << r.best_ms << " ms (" << std::setprecision(1) << tf / r.best_ms << " TFLOP/s"
+       << pairs(r.best_paired) << ")\n";
   else
     os << "cuBLAS's own choice kept\n";
   os.unsetf(std::ios::fixed);
@@ -219,7 +255,7 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
   const std::vector<GemmConfig> all = lt_candidates<T>(lt.get());
   os << dtype << " leaf products: " << all.size() << " cuBLASLt configurations to try\n";
   for (const auto& [m, n, k] : shapes) {
-    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), m, n, k, all);
+    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), m, n, k, all, prop.multiProcessorCount);
     report_leaf(os, shape_name(m, n, k), 2.0 * double(m) * n * k, r);
     record_tuned_gemm_shape(file, prop.name, dtype, m, n, k, r.best, r.best_ms * 1000, r.cublas_ms * 1000);
   }
@@ -227,7 +263,8 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
   std::vector<GemmConfig> carried;  // the best few of the last size, tried again at the next
   for (long long n : {1024LL, 2048LL, 4096LL, 8192LL}) {
     // The full search up to 4096; beyond, the best few of 4096 (a search there costs minutes).
-    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), n, n, n, n <= 4096 ? all : carried);
+    const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), n, n, n, n <= 4096 ? all : carried,
+                                      prop.multiProcessorCount);
     carried = r.finalists;
     std::ostringstream what;
     what << "n " << std::setw(5) << n;

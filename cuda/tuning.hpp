@@ -21,6 +21,20 @@ inline double wave_fill(long long m, long long n, int tr, int tc, int sms) {
   return double(tiles) / double(waves * sms);
 }
 
+// Whether the GPU Strassen engines run a group of independent m x n leaf products at once, one
+// stream each (and `distmm tune` times their configurations so, two at a time): where one product
+// alone leaves SMs idle. Below 2048^2 outputs a product is too short for its ramp and tail (at
+// 1024^2, two streams ran 8192^3 at 3 levels 16% faster; at 2048^2 the gain was nil); from there
+// on, where its tiles (tr x tc, when known) leave over a tenth of its waves idle: the 6144 x 3072
+// x 6144 leaves of two GPUs' f32 49152 halves fill 87% of 5 waves in 256 x 128 tiles, and with
+// them two at a time two-GPU SUMMA took 1.623 s against 1.758 s one at a time
+// (docs/performance.md, session 20).
+constexpr double kConcurrentLeafFill = 0.9;
+inline bool leaves_run_concurrently(long long m, long long n, int tr, int tc, int sms) {
+  if (m * n < 2048LL * 2048) return true;
+  return tr > 0 && tc > 0 && sms > 0 && wave_fill(m, n, tr, tc, sms) < kConcurrentLeafFill;
+}
+
 // The deepest level from L down to 1 whose leaves are not `misfit(level)`; L itself where no
 // level fits (the levels of gpu-winograd's automatic choice with tuned leaf kernels).
 template <class Misfit>

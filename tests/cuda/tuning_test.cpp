@@ -31,6 +31,26 @@ TEST(WaveFill, TilesOverTheWavesOfTheSms) {
   EXPECT_EQ(wave_fill(3072, 3072, 256, 128, 0), 1.0);
 }
 
+TEST(WaveFill, LeavesRunConcurrentlyWhereOneLeavesSmsIdle) {
+  // Under 2048^2 outputs, whatever the tiles (tuned 128 x 64 ones fill 97% at 1024^2).
+  EXPECT_TRUE(leaves_run_concurrently(1024, 1024, 128, 64, 132));
+  EXPECT_TRUE(leaves_run_concurrently(2047, 2048, 0, 0, 132));
+  EXPECT_TRUE(leaves_run_concurrently(1, 1, 0, 0, 0));
+  // From 2048^2, only a partial last wave of known tiles: 6144 x 3072 in 256 x 128 tiles (87%),
+  // 3072^2 (73%); not 128 x 64 tiles there (2304 tiles, 97% of 18 waves), nor 2048^2, 4096 x
+  // 2048 and 6144^2 in 256 x 128 (97%), nor where cuBLAS's tiles are not known.
+  EXPECT_TRUE(leaves_run_concurrently(6144, 3072, 256, 128, 132));
+  EXPECT_TRUE(leaves_run_concurrently(3072, 3072, 256, 128, 132));
+  EXPECT_FALSE(leaves_run_concurrently(6144, 3072, 128, 64, 132));
+  EXPECT_FALSE(leaves_run_concurrently(2048, 2048, 256, 128, 132));
+  EXPECT_FALSE(leaves_run_concurrently(4096, 2048, 256, 128, 132));
+  EXPECT_FALSE(leaves_run_concurrently(6144, 6144, 256, 128, 132));
+  EXPECT_FALSE(leaves_run_concurrently(6144, 3072, 0, 0, 132));
+  EXPECT_FALSE(leaves_run_concurrently(6144, 3072, 256, 128, 0));
+  // The threshold is a tenth of the waves idle: 0.9 exactly does not pair.
+  EXPECT_LT(wave_fill(6144, 3072, 256, 128, 132), kConcurrentLeafFill);
+}
+
 TEST(WaveFill, DeepestFittingLevel) {
   // f32 49152 on an H100's tuned kernels: 4 levels leave 3072 leaves (misfit), 3 leave 6144.
   EXPECT_EQ(deepest_fitting_level(4, [](int l) { return l == 4; }), 3);
