@@ -115,8 +115,9 @@ struct GpuBackend {
     launch_scale<T>(rows, cols, p, ld, s, streams.stream(0));
   }
   // Concurrent leaves pay off while one product leaves SMs idle (leaves_run_concurrently, with
-  // the tiles of the configuration the leaves run). Emulated leaves share one workspace, so
-  // they stay on one stream.
+  // the tiles of the configuration chosen for the leaves; one that cuBLASLt then refuses, for
+  // alignment or its plan, runs cuBLAS's pick, paired all the same). Emulated leaves share one
+  // workspace, so they stay on one stream.
   void fork(index_t rows, index_t cols, index_t inner) {
     if (emulation || streams.size() < 2) return;
     const auto [tr, tc] = lt ? lt->leaf_tile(dtype, rows, cols, inner) : std::pair<int, int>{0, 0};

@@ -7,7 +7,9 @@
 // The same search then runs on the leaf products: every cuBLASLt configuration the device
 // supports for the leaf size (algorithm, tile, stages, swizzle, cluster shape; split-K off, no
 // workspace) is timed, the fastest few are timed again against cuBLAS's own choice, and a
-// configuration is kept only where it beats cuBLAS (lt_gemm.cuh runs it).
+// configuration is kept only where it beats cuBLAS (lt_gemm.cuh runs it). Where the engines run
+// a leaf's products two at a time (leaves_run_concurrently), its configurations are timed in
+// pairs on two streams, per product.
 #include <algorithm>
 #include <array>
 #include <iomanip>
@@ -134,8 +136,9 @@ std::vector<GemmConfig> lt_candidates(cublasLtHandle_t h) {
 }
 
 // The fastest of `pool` for an m x n x k leaf (C += A B, N N), against cuBLAS's own choice,
-// each timed the way gpu-winograd runs such leaves: two at a time on two streams where its
-// tiles leave SMs idle (leaves_run_concurrently), and per product.
+// each timed as the GPU Strassen engines run such leaves with their default two streams: two at
+// a time, on distinct operands, where its tiles leave SMs idle (leaves_run_concurrently), and per
+// product.
 struct LeafResult {
   std::optional<GemmConfig> best;  // none: cuBLAS's choice was as fast (within 1%)
   double best_ms = 0, cublas_ms = 0;
@@ -146,11 +149,15 @@ struct LeafResult {
 template <class T>
 LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t stream, long long m, long long n,
                      long long k, const std::vector<GemmConfig>& pool, int sms) {
-  // A, B, and a C for each of the two products of a pair.
-  DeviceBuffer<T> buf(static_cast<std::size_t>(m * k + k * n + 2 * m * n));
-  fill_uniform(buf.get(), m * k + k * n + 2 * m * n, stream);  // zeros would draw less power than real data
-  const T *A = buf.get(), *B = buf.get() + m * k;
-  T* const C[2] = {buf.get() + m * k + k * n, buf.get() + m * k + k * n + m * n};
+  // A, B and C for each of the two products of a pair: the engine's paired products read
+  // different blocks (P1 = A11 B11 beside P2 = A12 B21), which shared operands would let one
+  // product serve the other from L2.
+  const long long per = m * k + k * n + m * n;
+  DeviceBuffer<T> buf(static_cast<std::size_t>(2 * per));
+  fill_uniform(buf.get(), 2 * per, stream);  // zeros would draw less power than real data
+  const T* const A[2] = {buf.get(), buf.get() + per};
+  const T* const B[2] = {A[0] + m * k, A[1] + m * k};
+  T* const C[2] = {buf.get() + m * k + k * n, buf.get() + per + m * k + k * n};
   // The second product of a pair: its own stream and cuBLAS handle, forked from and joined to
   // `stream`, as the engine's StreamSet does.
   CudaStream side;
@@ -177,13 +184,15 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
     static_assert(!is_complex_v<T>, "leaf products are tuned for real types");
     cublasHandle_t h = i == 0 ? cub : side_cub.get();
     if constexpr (std::is_same_v<T, float>)
-      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C[i], int(m));
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A[i], int(m), B[i], int(k), &one, C[i],
+                  int(m));
     else
-      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A, int(m), B, int(k), &one, C[i], int(m));
+      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(m), int(n), int(k), &one, A[i], int(m), B[i], int(k), &one, C[i],
+                  int(m));
   };
   auto lt_product = [&](const LtPlan& plan) {
     return [&, p = &plan](int i) {
-      cublasLtMatmul(lt, p->desc.get(), &one, A, p->a.get(), B, p->b.get(), &one, C[i], p->c.get(), C[i],
+      cublasLtMatmul(lt, p->desc.get(), &one, A[i], p->a.get(), B[i], p->b.get(), &one, C[i], p->c.get(), C[i],
                      p->c.get(), &p->algo, nullptr, 0, on[i]);
     };
   };
@@ -209,9 +218,11 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   LeafResult r;
   for (auto& t : timed) r.finalists.push_back(t.c);
   // The finalists and cuBLAS, timed again under sustained load (each after about 0.2 s of
-  // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product).
+  // the same calls: a loaded GPU runs at a lower clock, as it does inside a long product). A
+  // paired call runs two products.
   auto sustained_ms = [&](bool paired, auto product, double estimate_ms) {
-    const int warm = static_cast<int>(std::clamp(200.0 / estimate_ms, 1.0, 2000.0));
+    const double call_ms = estimate_ms * (paired ? 2 : 1);
+    const int warm = static_cast<int>(std::clamp(200.0 / call_ms, 1.0, 2000.0));
     auto call = timed_call(paired, product);
     for (int i = 0; i < warm; ++i) call();
     return ms_per_product(7, paired, product);
@@ -219,7 +230,7 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   // cuBLAS's tiles are not known here: its leaves pair by size alone, as in the engine.
   r.cublas_paired = leaves_run_concurrently(m, n, 0, 0, sms);
   r.cublas_ms = sustained_ms(r.cublas_paired, cublas_product, timed.empty() ? 1.0 : timed[0].ms);
-  r.best_ms = r.cublas_ms;
+  r.best_ms = r.cublas_ms, r.best_paired = r.cublas_paired;
   for (auto& t : timed) {
     LtPlan p = lt_plan<T>(lt, t.c, Op::N, Op::N, m, n, k, m, k, m);
     const double ms = sustained_ms(paired_for(t.c), lt_product(p), t.ms);
@@ -257,7 +268,8 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
   for (const auto& [m, n, k] : shapes) {
     const LeafResult r = time_leaf<T>(lt.get(), cub.get(), stream.get(), m, n, k, all, prop.multiProcessorCount);
     report_leaf(os, shape_name(m, n, k), 2.0 * double(m) * n * k, r);
-    record_tuned_gemm_shape(file, prop.name, dtype, m, n, k, r.best, r.best_ms * 1000, r.cublas_ms * 1000);
+    record_tuned_gemm_shape(file, prop.name, dtype, m, n, k, r.best, r.best_ms * 1000, r.cublas_ms * 1000,
+                            r.best_paired, r.cublas_paired);
   }
   if (!shapes.empty()) return;
   std::vector<GemmConfig> carried;  // the best few of the last size, tried again at the next
@@ -269,7 +281,8 @@ void tune_gemm(const cudaDeviceProp& prop, const std::string& file, const char* 
     std::ostringstream what;
     what << "n " << std::setw(5) << n;
     report_leaf(os, what.str(), 2.0 * double(n) * n * n, r);
-    record_tuned_gemm(file, prop.name, dtype, n, r.best, r.best_ms * 1000, r.cublas_ms * 1000);
+    record_tuned_gemm(file, prop.name, dtype, n, r.best, r.best_ms * 1000, r.cublas_ms * 1000, r.best_paired,
+                      r.cublas_paired);
   }
 }
 

@@ -91,12 +91,15 @@ LeafChoice choose_leaf_config(const ShapeTuning& shape, const std::optional<Gemm
 std::string shape_name(long long m, long long n, long long k);
 std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text);
 // Records the best configuration for size n (none: cuBLAS's heuristic choice won) with the
-// times of the best and of cuBLAS's choice.
+// times of the best and of cuBLAS's choice, per product, and whether each was timed two at a
+// time (leaves_run_concurrently): "paired", "cublas_paired".
 void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
-                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros);
+                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros,
+                       bool paired = false, bool cublas_paired = false);
 // The same for one m x n x k leaf shape.
 void record_tuned_gemm_shape(const std::string& path, const std::string& device, const std::string& dtype,
                              long long m, long long n, long long k, std::optional<GemmConfig> best,
-                             double micros, double cublas_micros);
+                             double micros, double cublas_micros, bool paired = false,
+                             bool cublas_paired = false);
 
 }  // namespace distmm

@@ -94,8 +94,10 @@ std::optional<GemmConfig> gemm_entry(const nlohmann::json& e, long long size) {
   return c;
 }
 
-nlohmann::json gemm_record(const std::optional<GemmConfig>& best, double micros, double cublas_micros) {
-  nlohmann::json e = {{"micros", micros}, {"cublas_micros", cublas_micros}};
+nlohmann::json gemm_record(const std::optional<GemmConfig>& best, double micros, double cublas_micros,
+                           bool paired, bool cublas_paired) {
+  nlohmann::json e = {{"micros", micros}, {"cublas_micros", cublas_micros}, {"paired", paired},
+                      {"cublas_paired", cublas_paired}};
   if (best) {
     e["algo"] = best->algo, e["tile"] = best->tile, e["stages"] = best->stages;
     e["swizzle"] = best->swizzle, e["custom"] = best->custom, e["cluster"] = best->cluster;
@@ -136,17 +138,19 @@ ShapeTuning tuned_gemm_shape(const std::string& device, const std::string& dtype
 }
 
 void record_tuned_gemm(const std::string& path, const std::string& device, const std::string& dtype,
-                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros) {
+                       long long n, std::optional<GemmConfig> best, double micros, double cublas_micros,
+                       bool paired, bool cublas_paired) {
   nlohmann::json j = load(path);
-  j[device]["gemm-" + dtype][std::to_string(n)] = gemm_record(best, micros, cublas_micros);
+  j[device]["gemm-" + dtype][std::to_string(n)] = gemm_record(best, micros, cublas_micros, paired, cublas_paired);
   save(path, j);
 }
 
 void record_tuned_gemm_shape(const std::string& path, const std::string& device, const std::string& dtype,
                              long long m, long long n, long long k, std::optional<GemmConfig> best,
-                             double micros, double cublas_micros) {
+                             double micros, double cublas_micros, bool paired, bool cublas_paired) {
   nlohmann::json j = load(path);
-  j[device][shapes_key(dtype)][shape_name(m, n, k)] = gemm_record(best, micros, cublas_micros);
+  j[device][shapes_key(dtype)][shape_name(m, n, k)] =
+      gemm_record(best, micros, cublas_micros, paired, cublas_paired);
   save(path, j);
 }
 

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cuda/tuning.hpp"
 
@@ -47,8 +50,11 @@ TEST(WaveFill, LeavesRunConcurrentlyWhereOneLeavesSmsIdle) {
   EXPECT_FALSE(leaves_run_concurrently(6144, 6144, 256, 128, 132));
   EXPECT_FALSE(leaves_run_concurrently(6144, 3072, 0, 0, 132));
   EXPECT_FALSE(leaves_run_concurrently(6144, 3072, 256, 128, 0));
-  // The threshold is a tenth of the waves idle: 0.9 exactly does not pair.
-  EXPECT_LT(wave_fill(6144, 3072, 256, 128, 132), kConcurrentLeafFill);
+  // The threshold is a tenth of the waves idle: 0.9 exactly does not pair (6912 x 2816: 594
+  // tiles in 5 waves), nor 6400 x 3072 (600 tiles, 91%).
+  EXPECT_EQ(wave_fill(6912, 2816, 256, 128, 132), 0.9);
+  EXPECT_FALSE(leaves_run_concurrently(6912, 2816, 256, 128, 132));
+  EXPECT_FALSE(leaves_run_concurrently(6400, 3072, 256, 128, 132));
 }
 
 TEST(WaveFill, DeepestFittingLevel) {
@@ -84,8 +90,18 @@ TEST(TunedShapes, RecordedShapesReadBackExactly) {
   GemmConfig c;
   c.algo = 55, c.tile = 24, c.stages = 31, c.swizzle = 1, c.custom = 2, c.cluster = 5;
   record_tuned_gemm(file, "GPU", "f32", 4096, c, 10.0, 11.0);  // a square size beside them
-  record_tuned_gemm_shape(file, "GPU", "f32", 6144, 3072, 6144, c, 5.0, 6.0);
+  record_tuned_gemm_shape(file, "GPU", "f32", 6144, 3072, 6144, c, 5.0, 6.0, true, false);
   record_tuned_gemm_shape(file, "GPU", "f32", 4096, 2048, 4096, std::nullopt, 3.0, 3.0);
+  {  // how each time was taken: two at a time (per product) or alone
+    std::ifstream in(file);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json& e = j["GPU"]["gemm-f32-shapes"]["6144x3072x6144"];
+    EXPECT_EQ(e["paired"], true);
+    EXPECT_EQ(e["cublas_paired"], false);
+    EXPECT_EQ(e["micros"], 5.0);
+    EXPECT_EQ(j["GPU"]["gemm-f32-shapes"]["4096x2048x4096"]["paired"], false);
+    EXPECT_EQ(j["GPU"]["gemm-f32"]["4096"]["cublas_paired"], false);
+  }
   const ShapeTuning hit = tuned_gemm_shape("GPU", "f32", 6144, 3072, 6144, file);
   ASSERT_TRUE(hit.tuned);
   ASSERT_TRUE(hit.config.has_value());
