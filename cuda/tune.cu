@@ -152,12 +152,14 @@ LeafResult time_leaf(cublasLtHandle_t lt, cublasHandle_t cub, cudaStream_t strea
   // A, B and C for each of the two products of a pair: the engine's paired products read
   // different blocks (P1 = A11 B11 beside P2 = A12 B21), which shared operands would let one
   // product serve the other from L2.
-  const long long per = m * k + k * n + m * n;
+  // Each block starts 256-byte aligned (64 elements), as cuBLASLt's kernels want, on any shape.
+  auto aligned = [](long long elems) { return (elems + 63) / 64 * 64; };
+  const long long a = aligned(m * k), b = aligned(k * n), per = a + b + aligned(m * n);
   DeviceBuffer<T> buf(static_cast<std::size_t>(2 * per));
   fill_uniform(buf.get(), 2 * per, stream);  // zeros would draw less power than real data
   const T* const A[2] = {buf.get(), buf.get() + per};
-  const T* const B[2] = {A[0] + m * k, A[1] + m * k};
-  T* const C[2] = {buf.get() + m * k + k * n, buf.get() + per + m * k + k * n};
+  const T* const B[2] = {A[0] + a, A[1] + a};
+  T* const C[2] = {buf.get() + a + b, buf.get() + per + a + b};
   // The second product of a pair: its own stream and cuBLAS handle, forked from and joined to
   // `stream`, as the engine's StreamSet does.
   CudaStream side;
