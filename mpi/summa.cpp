@@ -21,8 +21,13 @@ struct Panel {
 class Summa final : public AlgorithmBase<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : s_(s), device_resident_(o.device_resident), inputs_at_home_(o.inputs_at_home), grid_(world, {pr, pc}, false), pm_{s.m, pr},
-        pn_{s.n, pc}, pka_{s.k, pc},
+      : s_(s),
+        device_resident_(o.device_resident),
+        inputs_at_home_(o.inputs_at_home),
+        grid_(world, {pr, pc}, false),
+        pm_{s.m, pr},
+        pn_{s.n, pc},
+        pka_{s.k, pc},
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
@@ -173,18 +178,13 @@ class Summa final : public AlgorithmBase<Summa> {
   GemmShape device_gemm_shape() const override {
     return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
   }
-  // The whole-k gathers land each owner's columns of A at their k offset in buffer 0 (ld mi),
-  // and its rows of B at their k offset in buffer 1 (ld k): this rank's blocks live there, so that
+  // This rank's blocks live where the whole-k gathers land them (gathered_place), so that
   // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
   // before the product starts) nor a second copy of the block is needed.
   std::optional<DeviceHome> device_home(Input which) const override {
     if (!device_resident_ || !inputs_at_home_ || !whole_k_) return std::nullopt;
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    if (which == Input::a && broadcasts_a()) {
-      const index_t mi = pm_.size(i);
-      return DeviceHome{0, std::size_t(pka_.start(j) * mi), std::max<index_t>(mi, 1)};
-    }
-    if (which == Input::b && broadcasts_b()) return DeviceHome{1, std::size_t(pkb_.start(i)), std::max<index_t>(s_.k, 1)};
+    if (which == Input::a && broadcasts_a()) return gathered_place(Input::a);
+    if (which == Input::b && broadcasts_b()) return gathered_place(Input::b);
     return std::nullopt;
   }
 
@@ -245,6 +245,15 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
  private:
+  // Where the whole-k gathers land this rank's block: A's columns at their k offset in buffer 0
+  // (ld mi), B's rows at theirs in buffer 1 (ld k).
+  DeviceHome gathered_place(Input which) const {
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    if (which == Input::b) return {1, std::size_t(pkb_.start(i)), std::max<index_t>(s_.k, 1)};
+    const index_t mi = pm_.size(i);
+    return {0, std::size_t(pka_.start(j) * mi), std::max<index_t>(mi, 1)};
+  }
+
   // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
   // buffer, since its rows are strided in B's column of blocks), then one product.
   template <class T>
@@ -260,8 +269,12 @@ class Summa final : public AlgorithmBase<Summa> {
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
     const int steps = static_cast<int>(panels_.size()) + 1;
     // This rank's columns of A (rows of B) already in their place (device_home): not copied there.
-    const bool a_at_home = along_rows && A.data == afull + ka0 * mi && A.ld == std::max<index_t>(mi, 1);
-    const bool b_at_home = along_cols && B.data == bfull + kb0 && B.ld == std::max<index_t>(k, 1);
+    auto in_place = [&](Input which, const T* p, index_t ld) {
+      const DeviceHome h = gathered_place(which);
+      return p == device_buffer<T>(h.buffer) + h.offset && ld == h.ld;
+    };
+    const bool a_at_home = along_rows && in_place(Input::a, A.data, A.ld);
+    const bool b_at_home = along_cols && in_place(Input::b, B.data, B.ld);
     // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
     // there too, unless already done).
     auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
