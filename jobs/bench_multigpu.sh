@@ -18,7 +18,7 @@
 #   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
-# DISTMM_BIN (default build/distmm), REPEAT (5), ROUNDS (1: MODE=gpus runs each size's rows, gpu-bench
+# DISTMM_BIN (default build/distmm), REPEAT (10: see below), ROUNDS (1: MODE=gpus runs each size's rows, gpu-bench
 # and cuBLASXt included, this many times in turn; a table row is the median of its rounds'
 # medians), ALGO (summa), HOST_ALGO (the --from-host rows' algorithm: auto), CAPS_STEPS (X: gpu-winograd on
 # 2+ GPUs also as `--algo caps --caps-steps X --formula winograd`, Strassen's top level dealt
@@ -35,7 +35,11 @@ bin=${DISTMM_BIN:-build/distmm}
 table_only=${TABLE_ONLY:-}
 [ -z "$table_only" ] || [ -s "${BENCH_JSON:-}" ] || { echo "bench_multigpu.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
-repeat=${REPEAT:-5}
+# Ten timed runs, not five: f64 products of about 0.5 s (32768 on two GPUs) make the GPUs' 700 W
+# power controller swing with a period of two runs, slow-fast from the first run after the
+# warm-up, damped over about ten (docs/performance.md, session 21). The median of five runs
+# is then a slow one; that of ten lies between the swings, at the sustained rate.
+repeat=${REPEAT:-10}
 rounds=${ROUNDS:-1}  # MODE=gpus: each size's rows run this many times, interleaved
 algo=${ALGO:-summa}
 host_algo=${HOST_ALGO:-auto}  # --from-host rows: the default, chosen for the streamed stages' products
@@ -127,6 +131,7 @@ def merged(group):
         if f in r:
             r[f] = median(g[f] for g in group)
     r["rounds"] = len(group)
+    r["all_times"] = [t for g in group for t in g.get("times", [])]  # every timed run, for the spread
     return r
 def grouped(items, key):
     by = {}
@@ -146,8 +151,8 @@ xt = {(k[0], k[1]): r for k, r in grouped((r for r in rows if r.get("command") =
 rounds = max([r["rounds"] for r in runs] + [1])
 if rounds > 1:
     print(f"\n(each row: the median of up to {rounds} rounds' medians)")
-print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | runs, fastest-slowest s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
     k = (r["dtype"], r["m"], r["engine"])
     t, p = r["time_median"], r["ranks"]
@@ -160,8 +165,12 @@ for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["d
         target = ">= 0.97x: " + ("met" if speed >= 0.97 else "NOT met")
     elif p == 2 and ((r["dtype"] == "f32" and r["m"] >= 32768) or (r["dtype"] == "f64" and r["m"] == 32768)):
         target = ">= 1.85x one GPU: " + ("met" if speed >= 1.85 else "NOT met")
-    res = "device, NCCL" if "NCCL" in r.get("residency", "") else r.get("residency", "")[:40]
-    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {algo_of(r)} | {res} | {t:.3f} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
+    # "device (...; between GPUs: NCCL 2.28.3 (path))" -> "device, NCCL"; one rank: "device"
+    full = r.get("residency", "")
+    res = "device, NCCL" if "NCCL" in full else "device" if full.startswith("device") else full[:40]
+    ts = r["all_times"]
+    spread = f"{len(ts)}, {min(ts):.3f}-{max(ts):.3f}" if ts else "-"
+    print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {algo_of(r)} | {res} | {t:.3f} | {spread} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
 print("\n| dtype | n | engine | GPUs | algorithm | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["algo"])):
