@@ -18,7 +18,7 @@
 #   - weak scaling: each GPU's block of C and its flops fixed (m = n = 16384 sqrt(P), k =
 #     16384, f64; WEAK_BLOCK), time per multiply from 1 to 8 GPUs.
 # Efficiency = rate on N GPUs / (N x one-GPU gpu-bench rate of the same engine). Environment:
-# DISTMM_BIN (default build/distmm), REPEAT (10: see below), ROUNDS (1: MODE=gpus runs each size's rows, gpu-bench
+# DISTMM_BIN (default build/distmm), REPEAT (10, and always even: see below), ROUNDS (1: MODE=gpus runs each size's rows, gpu-bench
 # and cuBLASXt included, this many times in turn; a table row is the median of its rounds'
 # medians), ALGO (summa), HOST_ALGO (the --from-host rows' algorithm: auto), CAPS_STEPS (X: gpu-winograd on
 # 2+ GPUs also as `--algo caps --caps-steps X --formula winograd`, Strassen's top level dealt
@@ -35,11 +35,13 @@ bin=${DISTMM_BIN:-build/distmm}
 table_only=${TABLE_ONLY:-}
 [ -z "$table_only" ] || [ -s "${BENCH_JSON:-}" ] || { echo "bench_multigpu.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }
 [ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
-# Ten timed runs, not five: f64 products of about 0.5 s (32768 on two GPUs) make the GPUs' 700 W
-# power controller swing with a period of two runs, slow-fast from the first run after the
-# warm-up, damped over about ten (docs/performance.md, session 21). The median of five runs
-# is then a slow one; that of ten lies between the swings, at the sustained rate.
+# An even number of timed runs, ten by default. GPUs held at their 700 W power cap throttle in
+# swings of about 1 s (docs/performance.md, session 21). f64 32768 on two GPUs takes about 0.5 s
+# a run, so its runs go slow, fast, slow, ... from the first run after the warm-up. With an odd
+# count the median is always a slow run; with an even count it lies between the two, at the
+# rate the GPUs sustain (the mean of the runs, within 0.5%). One GPU's 1 s run spans a whole swing.
 repeat=${REPEAT:-10}
+repeat=$(( repeat + repeat % 2 ))
 rounds=${ROUNDS:-1}  # MODE=gpus: each size's rows run this many times, interleaved
 algo=${ALGO:-summa}
 host_algo=${HOST_ALGO:-auto}  # --from-host rows: the default, chosen for the streamed stages' products
@@ -131,7 +133,7 @@ def merged(group):
         if f in r:
             r[f] = median(g[f] for g in group)
     r["rounds"] = len(group)
-    r["all_times"] = [t for g in group for t in g.get("times", [])]  # every timed run, for the spread
+    r["all_times"] = [t for g in group for t in g.get("times", [])]  # every round's runs, for the spread
     return r
 def grouped(items, key):
     by = {}
@@ -150,7 +152,7 @@ xt = {(k[0], k[1]): r for k, r in grouped((r for r in rows if r.get("command") =
                                          lambda r: (r["dtype"], r["n"])).items()}
 rounds = max([r["rounds"] for r in runs] + [1])
 if rounds > 1:
-    print(f"\n(each row: the median of up to {rounds} rounds' medians)")
+    print(f"\n(each row: the median of up to {rounds} rounds' medians; its runs and their spread pool the rounds)")
 print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | runs, fastest-slowest s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
@@ -165,9 +167,14 @@ for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["d
         target = ">= 0.97x: " + ("met" if speed >= 0.97 else "NOT met")
     elif p == 2 and ((r["dtype"] == "f32" and r["m"] >= 32768) or (r["dtype"] == "f64" and r["m"] == 32768)):
         target = ">= 1.85x one GPU: " + ("met" if speed >= 1.85 else "NOT met")
-    # "device (...; between GPUs: NCCL 2.28.3 (path))" -> "device, NCCL"; one rank: "device"
+    if not ref and target:
+        target = "no one-GPU gpu-bench of this size and engine"
+
+    # "device (...; between GPUs: NCCL 2.28.3 (path))" -> "device, NCCL"; one rank: "device"; the
+    # fallback without NCCL: "device, MPI via host"
     full = r.get("residency", "")
-    res = "device, NCCL" if "NCCL" in full else "device" if full.startswith("device") else full[:40]
+    res = ("device, NCCL" if "NCCL" in full else "device" if "none (one rank)" in full
+           else "device, MPI via host" if full.startswith("device") and "MPI" in full else full[:40])
     ts = r["all_times"]
     spread = f"{len(ts)}, {min(ts):.3f}-{max(ts):.3f}" if ts else "-"
     print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {algo_of(r)} | {res} | {t:.3f} | {spread} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
