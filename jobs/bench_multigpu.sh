@@ -169,7 +169,6 @@ for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["d
         target = ">= 1.85x one GPU: " + ("met" if speed >= 1.85 else "NOT met")
     if not ref and target:
         target = "no one-GPU gpu-bench of this size and engine"
-
     # "device (...; between GPUs: NCCL 2.28.3 (path))" -> "device, NCCL"; one rank: "device"; the
     # fallback without NCCL: "device, MPI via host"
     full = r.get("residency", "")
