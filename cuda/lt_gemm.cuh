@@ -132,12 +132,18 @@ class LtGemm {
   }
 
   // The tile (rows x columns of C per thread block) that an m x n x k leaf of this dtype runs
-  // with; {0, 0} where cuBLAS chooses (not known here).
+  // with; {0, 0} where cuBLAS chooses (not known here). Asked at every group of leaves (the
+  // engine's fork), so kept per shape instead of looked up in the tuning file each time.
   std::pair<int, int> leaf_tile(Dtype dt, index_t m, index_t n, index_t k) const {
     if (dt != Dtype::f32 && dt != Dtype::f64) return {0, 0};
     if (m <= 0 || n <= 0 || k <= 0) return {0, 0};
-    const std::optional<GemmConfig> c = choose(to_string(dt), m, n, k).config;
-    return c ? lt_tile_shape(c->tile) : std::pair<int, int>{0, 0};
+    const auto key = std::make_tuple(static_cast<int>(dt), m, n, k);
+    auto it = tiles_.find(key);
+    if (it == tiles_.end()) {
+      const std::optional<GemmConfig> c = choose(to_string(dt), m, n, k).config;
+      it = tiles_.emplace(key, c ? lt_tile_shape(c->tile) : std::pair<int, int>{0, 0}).first;
+    }
+    return it->second;
   }
   int sms() const { return sms_; }
 
@@ -196,6 +202,7 @@ class LtGemm {
   int sms_;
   LtHandle handle_;
   std::map<std::tuple<int, int, int, index_t, index_t, index_t, index_t, index_t, index_t>, LtPlan> plans_;
+  mutable std::map<std::tuple<int, index_t, index_t, index_t>, std::pair<int, int>> tiles_;  // leaf_tile's
 };
 
 }  // namespace distmm
