@@ -98,8 +98,12 @@ FreivaldsReference<T> freivalds_reference(index_t m, index_t n, index_t k, T alp
     std::vector<double> azb(m, 0.0), c0zb(m, 0.0);
     matvec('A', yv, ya, az, azb);
     if (ref.with_c0) matvec('0', x, xa, c0z, c0zb);
-    for (auto* v : {&az, &c0z}) comm.allreduce_sum_uncounted(v->data(), m);
-    for (auto* v : {&azb, &c0zb}) comm.allreduce_sum_uncounted(v->data(), m);
+    comm.allreduce_sum_uncounted(az.data(), m);
+    comm.allreduce_sum_uncounted(azb.data(), m);
+    if (ref.with_c0) {  // else C0 x stays zero on every rank: nothing to sum
+      comm.allreduce_sum_uncounted(c0z.data(), m);
+      comm.allreduce_sum_uncounted(c0zb.data(), m);
+    }
     ref.ay.push_back(std::move(az)), ref.c0x.push_back(std::move(c0z));
     ref.ay_bound.push_back(std::move(azb)), ref.c0x_bound.push_back(std::move(c0zb));
   }
