@@ -122,12 +122,16 @@ class DistAlgorithm {
   }
   virtual void multiply_call(Engine& e, const MultiplyCall& call) = 0;
 
-  // Device-resident multiply (device_space.hpp): A, B and C point into this rank's GPU memory,
-  // and every buffer and transfer of the algorithm stays there. Algorithms without one run
-  // host-staged (their blocks in host memory, each local product staged through the GPU).
+  // Multiply in a memory space (device_space.hpp): A, B and C point into the space's memory
+  // (this rank's GPU, or host memory: multiply() runs the same schedule in a host space), and
+  // every buffer and transfer of the algorithm stays there. Algorithms without a schedule over a
+  // space (ScaLAPACK) run only on the host (a GPU engine stages each local product).
   virtual bool runs_on_device() const { return false; }
-  // Collective, once before the timed multiplies: the algorithm's device communicators.
-  virtual void prepare_device(DeviceSpace& space) { (void)space; }
+  // Collective, once before the timed multiplies: the algorithm's communicators in the space.
+  void prepare_device(DeviceSpace& space) {
+    bind_space(space);
+    prepare_comms(space);
+  }
   virtual void multiply_device(DeviceSpace& space, const MultiplyCall& call) {
     (void)space, (void)call;
     throw std::logic_error(name() + " has no device-resident multiply");
@@ -147,6 +151,7 @@ class DistAlgorithm {
   // Allocates those buffers (grow-only, kept across multiplies), so that a failure shows before
   // any transfer is queued and every rank can leave together; the multiply allocates nothing.
   void reserve_device(DeviceSpace& space, Dtype dt) {
+    bind_space(space);
     const std::vector<std::size_t> bytes = device_buffer_bytes(dt);
     device_buffers_.resize(bytes.size());
     for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -211,6 +216,32 @@ class DistAlgorithm {
     if (progress_) progress_(done, total);
   }
   void reset_phases() { phase_seconds_.assign(phase_names().size(), 0.0); }
+  // The algorithm's communicators in `space` (DeviceSpace::comm), made once; forget_comms()
+  // drops them when the algorithm moves to another space.
+  virtual void prepare_comms(DeviceSpace& space) { (void)space; }
+  virtual void forget_comms() {}
+  // The space that the algorithm's buffers and communicators belong to from now on: those of
+  // another space are dropped first.
+  void bind_space(DeviceSpace& space) {
+    if (&space == space_) return;
+    release_space();
+    space_ = &space;
+    host_clock_ = space.on_host();
+  }
+  void release_space() {
+    device_buffers_.clear();
+    forget_comms();
+    space_ = nullptr;
+  }
+  const DeviceSpace* bound_space() const { return space_; }
+  // The host space of `e`, where multiply() runs the algorithm's schedule (kept across calls).
+  DeviceSpace& host_space(Engine& e) {
+    if (!host_space_ || host_engine_ != &e) {
+      if (host_space_ && space_ == host_space_.get()) release_space();
+      host_space_ = make_host_space(e), host_engine_ = &e;
+    }
+    return *host_space_;
+  }
   // The device multiply's buffers on this rank, bytes each for dt (0: not used), in the order
   // device_buffer(i) reaches them; and its largest local product (for the engine's workspace).
   virtual std::vector<std::size_t> device_buffer_bytes(Dtype dt) const {
@@ -224,46 +255,65 @@ class DistAlgorithm {
   T* device_buffer(std::size_t i) const {
     return i < device_buffers_.size() ? device_buffers_[i].template as<T>() : nullptr;
   }
-  // Times f() and adds it to phase `index` (of phase_names()).
+  // Times f() and adds it to phase `index` (of phase_names()), in a host space; on a GPU the
+  // host's clock would time only the queueing.
   template <class F>
   void timed(std::size_t index, F&& f) {
     const double t0 = MPI_Wtime();
     f();
-    if (index < phase_seconds_.size()) phase_seconds_[index] += MPI_Wtime() - t0;
+    if (host_clock_ && index < phase_seconds_.size()) phase_seconds_[index] += MPI_Wtime() - t0;
   }
 
  private:
   std::function<void(int, int)> progress_;
   std::string selection_;
   std::vector<double> phase_seconds_;
+  // Declared before the buffers, so that they go back to the space before it goes.
+  std::unique_ptr<DeviceSpace> host_space_;
+  const Engine* host_engine_ = nullptr;
+  DeviceSpace* space_ = nullptr;  // where device_buffers_ and the communicators live
+  bool host_clock_ = true;
   std::vector<DeviceBlock> device_buffers_;  // reserve_device(); freed before the space
 
  protected:
   int rest_mark_ = -1;  // set around run_device by AlgorithmBase
 };
 
-// An algorithm with a device-resident multiply: Derived::run_device<T>(DeviceSpace&, ...).
+// An algorithm written once over a memory space: Derived::run<T>(DeviceSpace&, alpha, A, B,
+// beta, C) is its schedule for host memory and for a GPU alike.
+template <class D>
+concept OneSchedule = D::kOneSchedule;
+// An algorithm with a separate device-resident multiply: Derived::run_device<T>(DeviceSpace&, ...).
 template <class D>
 concept HasDeviceRun = D::kRunsOnDevice;
 
-// Turns multiply_call back into Derived::run<T> (every algorithm takes every dtype), and
-// multiply_device into Derived::run_device<T> where the algorithm has one.
+// Turns multiply_call (host memory) and multiply_device into Derived::run<T> (every algorithm
+// takes every dtype): in the engine's host space where the algorithm has one schedule.
 template <class Derived>
 class AlgorithmBase : public DistAlgorithm {
  public:
   void multiply_call(Engine& e, const MultiplyCall& c) override {
-    typed(c, [&](auto... args) { static_cast<Derived*>(this)->run(e, args...); });
+    if constexpr (OneSchedule<Derived>)
+      multiply_device(host_space(e), c);
+    else
+      typed(c, [&](auto... args) { static_cast<Derived*>(this)->run(e, args...); });
   }
-  bool runs_on_device() const override { return HasDeviceRun<Derived>; }
+  bool runs_on_device() const override { return OneSchedule<Derived> || HasDeviceRun<Derived>; }
   void multiply_device(DeviceSpace& s, const MultiplyCall& c) override {
-    if constexpr (HasDeviceRun<Derived>) {
+    if constexpr (OneSchedule<Derived> || HasDeviceRun<Derived>) {
       struct Reset {  // the call's marker lasts as long as the call, however it ends
         int& mark;
         ~Reset() { mark = -1; }
       } reset{rest_mark_ = c.rest_mark};
-      typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
-    } else
+      prepare_device(s);
+      reserve_device(s, c.dtype);  // done before the first multiply: nothing to allocate
+      if constexpr (OneSchedule<Derived>)
+        typed(c, [&](auto... args) { static_cast<Derived*>(this)->run(s, args...); });
+      else
+        typed(c, [&](auto... args) { static_cast<Derived*>(this)->run_device(s, args...); });
+    } else {
       DistAlgorithm::multiply_device(s, c);
+    }
   }
 
  private:

@@ -7,7 +7,7 @@
 
 #include "algorithms.hpp"
 #include "grid.hpp"
-#include "overlap.hpp"
+#include "pipeline.hpp"
 
 namespace distmm {
 namespace {
@@ -53,66 +53,14 @@ class Cannon final : public AlgorithmBase<Cannon> {
     return acc.done(q_ * q_);
   }
 
-  template <class T>
-  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), kmax = pk_.max_size();
-    const Comm& c = grid_.comm();
-    auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
-    Matrix<T> abuf[2] = {Matrix<T>(mi, kmax), Matrix<T>(kmax, 1)};
-    Matrix<T> bbuf[2] = {Matrix<T>(kmax, nj), Matrix<T>(kmax, 1)};
-    abuf[1].resize(mi, kmax);
-    bbuf[1].resize(kmax, nj);
-
-    // Initial skew: A(i, j) -> (i, j - i), B(i, j) -> (i - j, j).
-    int l = (i + j) % q_;
-    const T* cur_a = A.data;
-    const T* cur_b = B.data;
-    {
-      Requests rq;
-      if (i % q_) {
-        c.irecv(abuf[0].data(), mi * pk_.size(l), at(i, j + i), 1, rq);
-        c.isend(A.data, mi * pk_.size(j), at(i, j - i), 1, rq);
-        cur_a = abuf[0].data();
-      }
-      if (j % q_) {
-        c.irecv(bbuf[0].data(), pk_.size(l) * nj, at(i + j, j), 2, rq);
-        c.isend(B.data, pk_.size(i) * nj, at(i - j, j), 2, rq);
-        cur_b = bbuf[0].data();
-      }
-    }
-
-    HeldOutput<T> held(e, C.data, mi, nj, C.ld);  // C may stay on a GPU across the steps
-    for (int s = 0; s < q_; ++s) {
-      l = (i + j + s) % q_;
-      const index_t kl = pk_.size(l);
-      Requests rq;
-      T* next_a = abuf[(s + 1) % 2].data();
-      T* next_b = bbuf[(s + 1) % 2].data();
-      if (s + 1 < q_) {
-        const index_t kn = pk_.size((l + 1) % q_);
-        c.irecv(next_a, mi * kn, at(i, j + 1), 3, rq);
-        c.irecv(next_b, kn * nj, at(i + 1, j), 4, rq);
-        c.isend(cur_a, mi * kl, at(i, j - 1), 3, rq);
-        c.isend(cur_b, kl * nj, at(i - 1, j), 4, rq);
-      }
-      gemm_with_progress<T>(e, mi, nj, kl, alpha, cur_a, std::max<index_t>(mi, 1), cur_b,
-                            std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data, C.ld,
-                            s + 1 < q_ ? &rq : nullptr);
-      rq.wait_all();
-      step_done(s + 1, q_);
-      cur_a = next_a;
-      cur_b = next_b;
-    }
-  }
-
-  // The same on device buffers: the shifts by NCCL (or MPI through host memory) on the comm
-  // lane while the current blocks' product runs on the compute lane. A and B are contiguous
-  // (ld = rows), as the device-resident run allocates them.
-  static constexpr bool kRunsOnDevice = true;
-  void prepare_device(DeviceSpace& sp) override {
+  // One schedule for host and device memory: the next blocks' shifts on the comm lane (MPI's
+  // nonblocking transfers on the host, NCCL or MPI through host memory between GPUs) while the
+  // current blocks' product runs on the compute lane. A and B are contiguous (ld = rows).
+  static constexpr bool kOneSchedule = true;
+  void prepare_comms(DeviceSpace& sp) override {
     if (!dev_) dev_ = sp.comm(grid_.comm());
   }
+  void forget_comms() override { dev_.reset(); }
   // Two blocks each of A and of B, received while the current ones are multiplied.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     if (q_ == 1) return {};
@@ -123,50 +71,44 @@ class Cannon final : public AlgorithmBase<Cannon> {
   GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
   template <class T>
-  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
-    prepare_device(sp);
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j);
     auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
-    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
     T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
 
-    sp.comm_waits_for_compute();  // the operands are ready
-    int l = (i + j) % q_;
-    const T* cur_a = A.data;
-    const T* cur_b = B.data;
-    dev_->group_start();  // initial skew, both operands at once
-    if (i % q_) {
-      dev_->sendrecv(A.data, mi * pk_.size(j), at(i, j - i), abuf[0], mi * pk_.size(l), at(i, j + i));
-      cur_a = abuf[0];
-    }
-    if (j % q_) {
-      dev_->sendrecv(B.data, pk_.size(i) * nj, at(i - j, j), bbuf[0], pk_.size(l) * nj, at(i + j, j));
-      cur_b = bbuf[0];
-    }
-    dev_->group_end();
-    for (int s = 0; s < q_; ++s) {
-      l = (i + j + s) % q_;
-      const index_t kl = pk_.size(l);
-      T* next_a = abuf[(s + 1) % 2];
-      T* next_b = bbuf[(s + 1) % 2];
-      sp.compute_waits_for_comm();  // this step's blocks arrived
-      if (s + 1 < q_) {
-        sp.comm_waits_for_compute();  // the product that read the next buffers (s - 1) is done
-        const index_t kn = pk_.size((l + 1) % q_);
-        dev_->group_start();
-        dev_->sendrecv(cur_a, mi * kl, at(i, j - 1), next_a, mi * kn, at(i, j + 1));
-        dev_->sendrecv(cur_b, kl * nj, at(i - 1, j), next_b, kn * nj, at(i + 1, j));
-        dev_->group_end();
+    // Step t's blocks: the initial skew's (A(i, j) -> (i, j - i), B(i, j) -> (i - j, j)) for t = 0,
+    // then shifts of A left by one and of B up by one; at step t the rank holds A(i, l), B(l, j)
+    // with l = (i + j + t) mod q.
+    const T* cur[2][2] = {{A.data, B.data}, {nullptr, nullptr}};  // [slot][A or B]
+    auto post = [&](int t) {
+      const int l = (i + j + t) % q_, slot = t % 2;
+      T* next_a = abuf[slot];
+      T* next_b = bbuf[slot];
+      dev_->group_start();  // both operands at once
+      if (t == 0) {
+        if (i % q_) dev_->sendrecv(A.data, mi * pk_.size(j), at(i, j - i), next_a, mi * pk_.size(l), at(i, j + i));
+        if (j % q_) dev_->sendrecv(B.data, pk_.size(i) * nj, at(i - j, j), next_b, pk_.size(l) * nj, at(i + j, j));
+        cur[0][0] = i % q_ ? next_a : A.data, cur[0][1] = j % q_ ? next_b : B.data;
+      } else {
+        const int lp = (l + q_ - 1) % q_;  // the previous step's blocks move on
+        const T* const* prev = cur[1 - slot];
+        dev_->sendrecv(prev[0], mi * pk_.size(lp), at(i, j - 1), next_a, mi * pk_.size(l), at(i, j + 1));
+        dev_->sendrecv(prev[1], pk_.size(lp) * nj, at(i - 1, j), next_b, pk_.size(l) * nj, at(i + 1, j));
+        cur[slot][0] = next_a, cur[slot][1] = next_b;
       }
-      sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, cur_a, std::max<index_t>(mi, 1), cur_b,
-                 std::max<index_t>(kl, 1), s == 0 ? beta : T(1), C.data, C.ld);
-      step_done(s + 1, q_);
-      cur_a = next_a;
-      cur_b = next_b;
-    }
+      dev_->group_end();
+    };
+    auto held = sp.hold_output(C.data, mi, nj, C.ld);  // C may stay on a staging GPU across the steps
+    pipeline(sp, q_, post, [&](int t) {
+      const index_t kl = pk_.size((i + j + t) % q_);
+      const T* const* o = cur[t % 2];
+      sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, o[0], std::max<index_t>(mi, 1), o[1], std::max<index_t>(kl, 1),
+                 t == 0 ? beta : T(1), C.data, C.ld);
+      step_done(t + 1, q_);
+    });
   }
 
  private:

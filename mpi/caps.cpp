@@ -189,7 +189,11 @@ class Caps final : public AlgorithmBase<Caps> {
   // BFS exchanges and the leaf SUMMA's broadcasts on the comm lane (grouped: all seven peers'
   // transfers at once), the leaf products through the engine. No arriving-leaf overlap here.
   static constexpr bool kRunsOnDevice = true;
-  void prepare_device(DeviceSpace& sp) override {
+  void forget_comms() override {
+    dev_peers_.clear(), dev_dealt_.reset(), dev_leaf_rows_.reset(), dev_leaf_cols_.reset();
+    dev_ready_ = false;
+  }
+  void prepare_comms(DeviceSpace& sp) override {
     if (dev_ready_) return;
     for (const Comm& p : peers_) dev_peers_.push_back(sp.comm(p));
     if (dealt_levels_ > 0) {
@@ -265,8 +269,6 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T>
   void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
-    prepare_device(sp);
-    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     T* a = device_buffer<T>(0);
     T* b = device_buffer<T>(1);
     T* c = device_buffer<T>(2);

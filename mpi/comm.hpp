@@ -49,6 +49,7 @@ class Requests {
   Requests& operator=(const Requests&) = delete;
   ~Requests() { wait_all(); }
   void add(MPI_Request r) { reqs_.push_back(r); }
+  bool empty() const { return reqs_.empty(); }
   // Arrays a pending collective reads until it completes (MPI-3's nonblocking collectives).
   std::pair<std::vector<int>, std::vector<int>>& keep(std::vector<int> a, std::vector<int> b) {
     kept_.emplace_back(std::move(a), std::move(b));

@@ -27,7 +27,7 @@
 #include "algorithms.hpp"
 #include "cost_model.hpp"
 #include "grid.hpp"
-#include "overlap.hpp"
+#include "pipeline.hpp"
 #include "../src/core/system.hpp"
 
 namespace distmm {
@@ -115,121 +115,46 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     return acc.done(P_);
   }
 
-  template <class T>
-  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    reset_phases();
-    if (!active_) return;
-    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
-    const index_t kmax = step_size(l_, 0);  // the first steps are the largest
-    const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
-    // Two of each: the next step's slices travel while this step multiplies.
-    Matrix<T> abuf[2], bbuf[2], asend[2], bsend[2];
-    for (int b = 0; b < 2; ++b) {
-      if (gather_a) abuf[b].resize(mi, kmax);
-      if (gather_b) bbuf[b].resize(kmax, nj), bsend[b].resize(kmax, share(nj, g_.pm, i_));
-    }
-    // The partial C(i, j): C itself when no layer sums it (pk = 1), else a buffer.
-    Matrix<T> partial;
-    T* cp = C.data;
-    index_t ldc = C.ld;
-    if (reduce_c) partial.resize(mi, nj), cp = partial.data(), ldc = partial.ld();
-
-    Requests pending[2];
-    const T* a_step[2] = {nullptr, nullptr};
-    const T* b_step[2] = {nullptr, nullptr};
-    index_t lda_step[2] = {mi, mi}, ldb_step[2] = {kmax, kmax};
-    index_t a_col0 = 0;  // this rank's first local column of A for the step being posted
-    auto post = [&](int c, int slot) {
-      const index_t kc = step_size(l_, c), k0 = step_begin(l_, c);
-      const index_t wa = share(kc, g_.pn, j_);
-      if (gather_a) {
-        const T* mine = A.data + a_col0 * A.ld;
-        if (A.ld != mi && wa > 0) {  // a view with a leading dimension: pack the columns
-          asend[slot].resize(mi, wa);
-          for (index_t q = 0; q < wa; ++q) std::memcpy(asend[slot].data() + q * mi, mine + q * A.ld, sizeof(T) * mi);
-          mine = asend[slot].data();
-        }
-        a_comm_.iallgatherv(mine, abuf[slot].data(), part_counts(kc, g_.pn, mi), pending[slot]);
-        a_step[slot] = abuf[slot].data(), lda_step[slot] = std::max<index_t>(mi, 1);
-      } else {
-        a_step[slot] = A.data + a_col0 * A.ld, lda_step[slot] = A.ld;
-      }
-      a_col0 += wa;
-      if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j), packed
-        const index_t wb = share(nj, g_.pm, i_);
-        T* send = bsend[slot].data();
-        timed(0, [&] {
-          for (index_t q = 0; q < wb; ++q) std::memcpy(send + q * kc, B.data + k0 + q * B.ld, sizeof(T) * kc);
-        });
-        b_comm_.iallgatherv(send, bbuf[slot].data(), part_counts(nj, g_.pm, kc), pending[slot]);
-        b_step[slot] = bbuf[slot].data(), ldb_step[slot] = std::max<index_t>(kc, 1);
-      } else {
-        b_step[slot] = B.data + k0, ldb_step[slot] = B.ld;
-      }
-    };
-
-    post(0, 0);
-    for (int c = 0; c < g_.steps; ++c) {
-      const int slot = c % 2;
-      timed(1, [&] { pending[slot].wait_all(); });
-      Requests* next = nullptr;
-      if (c + 1 < g_.steps) post(c + 1, 1 - slot), next = &pending[1 - slot];
-      const T first = reduce_c ? T(0) : beta;
-      timed(2, [&] {
-        gemm_with_progress<T>(e, mi, nj, step_size(l_, c), alpha, a_step[slot], lda_step[slot], b_step[slot],
-                              ldb_step[slot], c == 0 ? first : T(1), cp, ldc, next);
-      });
-      step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
-    }
-    if (!reduce_c) return;
-    // Sum the pk partials and keep this rank's columns: C = sum + beta C.
-    Matrix<T> mine(mi, share(nj, g_.pk, l_));
-    timed(3, [&] { c_comm_.reduce_scatter(partial.data(), mine.data(), part_counts(nj, g_.pk, mi)); });
-    for (index_t q = 0; q < mine.cols(); ++q)
-      for (index_t r = 0; r < mi; ++r)
-        C(r, q) = mine(r, q) + (beta == T(0) ? T(0) : beta * C(r, q));
-    step_done(g_.steps + 1, g_.steps + 1);
-  }
-
-  // The same on device buffers. NCCL's gathers and reductions take equal parts, so uneven
-  // parts travel padded to the largest (the words counted are the unpadded ones, as on the
-  // host) and are compacted by a device copy; the gathers of the next k-step run on the comm
-  // lane while this step's product runs on the compute lane.
-  static constexpr bool kRunsOnDevice = true;
-  void prepare_device(DeviceSpace& sp) override {
-    if (!active_ || dev_ready_) return;
+  // One schedule for host and device memory: the gathers of the next k-step on the comm lane
+  // while this step's product runs on the compute lane. NCCL's gathers and reductions take
+  // equal parts, so between GPUs uneven parts travel padded to the largest (the words counted
+  // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
+  // copy.
+  static constexpr bool kOneSchedule = true;
+  void prepare_comms(DeviceSpace& sp) override {
+    if (!active_ || dev_a_ || dev_b_ || dev_c_) return;
     if (g_.pn > 1) dev_a_ = sp.comm(a_comm_);
     if (g_.pm > 1) dev_b_ = sp.comm(b_comm_);
     if (g_.pk > 1) dev_c_ = sp.comm(c_comm_);
-    dev_ready_ = true;
   }
+  void forget_comms() override { dev_a_.reset(), dev_b_.reset(), dev_c_.reset(); }
   // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
-  // parts (only where the parts differ) and this rank's part packed for sending (likewise); the
-  // same for B (its part is always packed: rows of a strided block); then C's partial sum, its
-  // padded parts and this rank's reduced columns. Buffer (which, slot) is device_buffer(2 which
-  // + slot), C's at 12, 13, 14.
+  // parts (only where the parts differ and travel padded) and this rank's part packed for
+  // sending; the same for B; then C's partial sum, its padded parts and this rank's reduced
+  // columns. Buffer (which, slot) is device_buffer(2 which + slot), C's at 12, 13, 14.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     std::vector<std::size_t> b(15, 0);
     if (!active_) return b;
     const std::size_t e = size_of(dt);
+    const bool pads = !bound_space() || !bound_space()->takes_uneven_parts();
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
     bool uneven_a = false;
     for (int c = 0; c < g_.steps; ++c) uneven_a = uneven_a || step_size(l_, c) % g_.pn != 0;
     for (int slot = 0; slot < 2; ++slot) {
-      if (g_.pn > 1) {
+      if (g_.pn > 1) {  // A's part is packed where it is uneven or A has a leading dimension
         b[0 + slot] = std::size_t(mi * kmax) * e;
-        if (uneven_a) b[2 + slot] = std::size_t(mi * share(kmax, g_.pn, 0) * g_.pn) * e,
-                      b[4 + slot] = std::size_t(mi * share(kmax, g_.pn, 0)) * e;
+        if (uneven_a && pads) b[2 + slot] = std::size_t(mi * share(kmax, g_.pn, 0) * g_.pn) * e;
+        b[4 + slot] = std::size_t(mi * share(kmax, g_.pn, 0)) * e;
       }
       if (g_.pm > 1) {
         b[6 + slot] = std::size_t(kmax * nj) * e;
-        if (nj % g_.pm != 0) b[8 + slot] = std::size_t(kmax * share(nj, g_.pm, 0) * g_.pm) * e;
+        if (nj % g_.pm != 0 && pads) b[8 + slot] = std::size_t(kmax * share(nj, g_.pm, 0) * g_.pm) * e;
         b[10 + slot] = std::size_t(kmax * share(nj, g_.pm, 0)) * e;
       }
     }
     if (g_.pk > 1) {
       b[12] = std::size_t(mi * nj) * e;
-      if (nj % g_.pk != 0) b[13] = std::size_t(mi * share(nj, g_.pk, 0) * g_.pk) * e;
+      if (nj % g_.pk != 0 && pads) b[13] = std::size_t(mi * share(nj, g_.pk, 0) * g_.pk) * e;
       b[14] = std::size_t(mi * share(nj, g_.pk, 0)) * e;
     }
     return b;
@@ -239,29 +164,29 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   }
 
   template <class T>
-  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
     using Lane = DeviceSpace::Lane;
     reset_phases();
     if (!active_) return;
-    prepare_device(sp);
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
+    const bool pads = !sp.takes_uneven_parts();
     const index_t wc_max = share(nj, g_.pk, 0);  // padded part width (the first part is the largest)
-    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     // which: 0 A gathered, 1 A padded, 2 A sent, 3 B gathered, 4 B padded, 5 B sent
     auto buf = [&](int which, int slot) { return device_buffer<T>(std::size_t(2 * which + slot)); };
-    // Gathers `parts` parts of rows x (share(cols, parts, q)) columns, padded to the first
-    // part's width, from `mine` (this rank's part, leading dimension ld) into `out` (rows x
-    // cols, contiguous), through `send` and `padded` where the parts differ.
+    // Gathers `parts` parts of rows x (share(cols, parts, q)) columns from `mine` (this rank's
+    // part, leading dimension ld) into `out` (rows x cols, contiguous), through `send` (packed)
+    // and, where the parts differ and travel padded to the first part's width, `padded`.
     auto gather = [&](DeviceComm& dc, int parts, int me, index_t rows, index_t cols, const T* mine, index_t ld,
-                      T* send, T* padded, T* out) {
+                      T* send, T* padded, T* out, std::size_t pack_phase) {
       const index_t wmax = share(cols, parts, 0), w = share(cols, parts, me);
-      const bool even = cols % parts == 0;
-      if (ld != rows || !even) {  // this rank's part, packed and padded
-        sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm);
+      const bool even = cols % parts == 0 || !pads;
+      if (ld != rows || !even) {  // this rank's part, packed (and padded)
+        timed(pack_phase, [&] { sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm); });
         mine = send;
       }
+      if (!pads) return dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
       dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
       if (!even)
         for (int q = 0; q < parts; ++q)
@@ -276,14 +201,15 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
       const index_t wa = share(kc, g_.pn, j_);
       StepOperands<T>& o = ops[slot];
       if (gather_a) {
-        gather(*dev_a_, g_.pn, j_, mi, kc, A.data + a_col0 * A.ld, A.ld, buf(2, slot), buf(1, slot), buf(0, slot));
+        gather(*dev_a_, g_.pn, j_, mi, kc, A.data + a_col0 * A.ld, A.ld, buf(2, slot), buf(1, slot), buf(0, slot),
+               kNoPhase);
         o.a = buf(0, slot), o.lda = std::max<index_t>(mi, 1);
       } else {
         o.a = A.data + a_col0 * A.ld, o.lda = A.ld;
       }
       a_col0 += wa;
       if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j)
-        gather(*dev_b_, g_.pm, i_, kc, nj, B.data + k0, B.ld, buf(5, slot), buf(4, slot), buf(3, slot));
+        gather(*dev_b_, g_.pm, i_, kc, nj, B.data + k0, B.ld, buf(5, slot), buf(4, slot), buf(3, slot), 0);
         o.b = buf(3, slot), o.ldb = std::max<index_t>(kc, 1);
       } else {
         o.b = B.data + k0, o.ldb = B.ld;
@@ -297,42 +223,49 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     const int rest = rest_mark();
     const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
     const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
-    sp.comm_waits_for_compute();  // the operands are ready
-    if (rest >= 0 && !part) sp.wait_mark(Lane::comm, rest), sp.wait_mark(Lane::compute, rest);
-    post(0, 0);
-    for (int c = 0; c < g_.steps; ++c) {
-      const int slot = c % 2;
-      sp.compute_waits_for_comm();
-      if (c + 1 < g_.steps) {
-        sp.comm_waits_for_compute();
-        if (rest >= 0) sp.wait_mark(Lane::comm, rest);
-        post(c + 1, 1 - slot);
-      }
-      const T first = c == 0 ? (reduce_c ? T(0) : beta) : T(1);
-      const StepOperands<T>& o = ops[slot];
-      const index_t kc = step_size(l_, c);
-      if (cut > 0) {  // the first part's product, then the rest's
-        sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
-        sp.wait_mark(Lane::compute, rest);
-        sp.gemm<T>(Op::N, Op::N, mi, nj, kc - cut, alpha, o.a + cut * o.lda, o.lda, o.b + cut, o.ldb, T(1), cp, ldc);
-      } else {
-        if (rest >= 0 && (c > 0 || cut == 0)) sp.wait_mark(Lane::compute, rest);
-        sp.gemm<T>(Op::N, Op::N, mi, nj, kc, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
-      }
-      step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
-    }
+    const int steps = g_.steps;
+    pipeline(
+        sp, steps,
+        [&](int c) {
+          if (rest >= 0 && (c > 0 || !part)) sp.wait_mark(Lane::comm, rest);
+          if (rest >= 0 && c == 0 && !part) sp.wait_mark(Lane::compute, rest);
+          post(c, c % 2);
+        },
+        [&](int c) {
+          const T first = c == 0 ? (reduce_c ? T(0) : beta) : T(1);
+          const StepOperands<T>& o = ops[c % 2];
+          const index_t kc = step_size(l_, c);
+          timed(2, [&] {
+            if (cut > 0) {  // the first part's product, then the rest's
+              sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+              sp.wait_mark(Lane::compute, rest);
+              sp.gemm<T>(Op::N, Op::N, mi, nj, kc - cut, alpha, o.a + cut * o.lda, o.lda, o.b + cut, o.ldb, T(1), cp, ldc);
+            } else {
+              if (rest >= 0 && (c > 0 || cut == 0)) sp.wait_mark(Lane::compute, rest);
+              sp.gemm<T>(Op::N, Op::N, mi, nj, kc, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+            }
+          });
+          step_done(c + 1, steps + (reduce_c ? 1 : 0));
+        },
+        [&](auto&& wait) { timed(1, wait); });
     if (!reduce_c) return;
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
-    const T* send = cp;
-    sp.comm_waits_for_compute();
-    if (nj % g_.pk != 0) {  // parts padded to the widest
-      for (int q = 0; q < g_.pk; ++q)
-        sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
-                std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
-      send = device_buffer<T>(13);
-    }
-    dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
-    sp.compute_waits_for_comm();
+    timed(3, [&] {
+      sp.comm_waits_for_compute();
+      if (!pads) {
+        dev_c_->reduce_scatter_v(cp, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      } else {
+        const T* send = cp;
+        if (nj % g_.pk != 0) {  // parts padded to the widest
+          for (int q = 0; q < g_.pk; ++q)
+            sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1),
+                    cp + mi * share_begin(nj, g_.pk, q), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
+          send = device_buffer<T>(13);
+        }
+        dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      }
+      sp.compute_waits_for_comm();
+    });
     sp.scale_add<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), T(1), beta);
     step_done(g_.steps + 1, g_.steps + 1);
   }
@@ -388,7 +321,7 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   Comm a_comm_, b_comm_, c_comm_;
   Piece pa_, pb_, pc_;
   std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
-  bool dev_ready_ = false;
+  static constexpr std::size_t kNoPhase = ~std::size_t(0);
 };
 
 

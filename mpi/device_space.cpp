@@ -75,7 +75,7 @@ class NcclDeviceComm final : public DeviceComm {
 // MPI through pinned host memory: each operation copies the device buffer out on the comm
 // stream, waits, runs the MPI operation, and queues the copy back in. The host thread blocks
 // for the transfer, so nothing overlaps: the fallback where NCCL cannot run.
-class StagedDeviceComm final : public DeviceComm {
+class StagedDeviceComm final : public GroupedMpiComm {
  public:
   StagedDeviceComm(const Comm& c, cudaStream_t s) : c_(c), s_(s) {}
   void broadcast_call(void* buf, index_t n, Dtype dt, int root) override {
@@ -99,17 +99,6 @@ class StagedDeviceComm final : public DeviceComm {
       c_.reduce_sum(reinterpret_cast<const T*>(out_.get()), reinterpret_cast<T*>(in_.get()), n, root);
     });
     if (c_.rank() == root) in(recv, in_.get(), bytes);
-  }
-  // Transfers between group_start and group_end are posted together at group_end (as NCCL's
-  // group does), so that peers exchanging in different orders do not wait for each other.
-  void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src,
-                     Dtype dt) override {
-    queued_.push_back({send, std::max<index_t>(ns, 0), dest, recv, std::max<index_t>(nr, 0), src, dt});
-    if (group_depth_ == 0) flush();
-  }
-  void group_start() override { ++group_depth_; }
-  void group_end() override {
-    if (group_depth_ > 0 && --group_depth_ == 0) flush();
   }
   void all_gather_call(const void* send, void* recv, index_t n, Dtype dt) override {
     if (n <= 0) return;
@@ -154,20 +143,10 @@ class StagedDeviceComm final : public DeviceComm {
     // the pinned buffer is reused by the next operation: wait until it is read
     cuda_check(cudaStreamSynchronize(s_), "sync");
   }
-  struct Transfer {
-    const void* send;
-    index_t ns;
-    int dest;
-    void* recv;
-    index_t nr;
-    int src;
-    Dtype dt;
-  };
-  void flush() {
-    if (queued_.empty()) return;
-    while (staged_.size() < 2 * queued_.size()) staged_.push_back(std::make_unique<PinnedBuffer<unsigned char>>());
-    for (std::size_t i = 0; i < queued_.size(); ++i) {
-      const Transfer& t = queued_[i];
+  void post_group(std::vector<Transfer>& group) override {
+    while (staged_.size() < 2 * group.size()) staged_.push_back(std::make_unique<PinnedBuffer<unsigned char>>());
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const Transfer& t = group[i];
       const std::size_t sb = std::size_t(t.ns) * size_of(t.dt), rb = std::size_t(t.nr) * size_of(t.dt);
       staged_[2 * i]->reserve(sb), staged_[2 * i + 1]->reserve(rb);
       if (sb > 0)
@@ -175,8 +154,8 @@ class StagedDeviceComm final : public DeviceComm {
     }
     cuda_check(cudaStreamSynchronize(s_), "sync");
     Requests rq;
-    for (std::size_t i = 0; i < queued_.size(); ++i) {
-      const Transfer& t = queued_[i];
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const Transfer& t = group[i];
       dispatch(t.dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (t.nr > 0) c_.irecv(reinterpret_cast<T*>(staged_[2 * i + 1]->get()), t.nr, t.src, 71, rq);
@@ -184,21 +163,18 @@ class StagedDeviceComm final : public DeviceComm {
       });
     }
     rq.wait_all();
-    for (std::size_t i = 0; i < queued_.size(); ++i) {
-      const Transfer& t = queued_[i];
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const Transfer& t = group[i];
       if (t.nr > 0)
         cuda_check(cudaMemcpyAsync(t.recv, staged_[2 * i + 1]->get(), std::size_t(t.nr) * size_of(t.dt),
                                    cudaMemcpyHostToDevice, s_), "H2D");
     }
     cuda_check(cudaStreamSynchronize(s_), "sync");  // the pinned buffers are free again
-    queued_.clear();
-  }
+      }
   const Comm& c_;
   cudaStream_t s_;
   PinnedBuffer<unsigned char> out_, in_;
-  std::vector<Transfer> queued_;
   std::vector<std::unique_ptr<PinnedBuffer<unsigned char>>> staged_;
-  int group_depth_ = 0;
 };
 
 class GpuDeviceSpace final : public DeviceSpace {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <vector>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -117,6 +118,27 @@ class DeviceComm {
   // every rank shares); other collectives belong outside groups.
   virtual void group_start() {}
   virtual void group_end() {}
+  // Parts of different sizes gathered or summed as they are, where the space takes them
+  // (DeviceSpace::takes_uneven_parts).
+  // recv = every rank's counts[r] elements, in rank order, contiguous.
+  template <class T>
+  void all_gather_v(const T* send, T* recv, const std::vector<index_t>& counts) {
+    all_gather_v_call(send, recv, counts, dtype_of<T>());
+  }
+  // recv (counts[rank]) = this rank's part of the sum over ranks of send (the parts in rank
+  // order, contiguous); send is scratch, its contents undefined afterwards.
+  template <class T>
+  void reduce_scatter_v(T* send, T* recv, const std::vector<index_t>& counts) {
+    reduce_scatter_v_call(send, recv, counts, dtype_of<T>());
+  }
+  virtual void all_gather_v_call(const void* send, void* recv, const std::vector<index_t>& counts, Dtype dt) {
+    (void)send, (void)recv, (void)counts, (void)dt;
+    throw std::logic_error("this communicator takes equal parts only");
+  }
+  virtual void reduce_scatter_v_call(void* send, void* recv, const std::vector<index_t>& counts, Dtype dt) {
+    (void)send, (void)recv, (void)counts, (void)dt;
+    throw std::logic_error("this communicator takes equal parts only");
+  }
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
@@ -131,6 +153,44 @@ class DeviceComm {
   }
 };
 
+// A communicator over MPI whose exchanges between group_start and group_end are posted together
+// at group_end (as NCCL's group does), so that peers exchanging in different orders do not wait
+// for each other: the host space's and the GPU's MPI fallback.
+class GroupedMpiComm : public DeviceComm {
+ public:
+  void sendrecv_call(const void* send, index_t ns, int dest, void* recv, index_t nr, int src, Dtype dt) final {
+    queued_.push_back({send, std::max<index_t>(ns, 0), dest, recv, std::max<index_t>(nr, 0), src, dt});
+    if (depth_ == 0) flush();
+  }
+  void group_start() final { ++depth_; }
+  void group_end() final {
+    if (depth_ > 0 && --depth_ == 0) flush();
+  }
+
+ protected:
+  struct Transfer {
+    const void* send;
+    index_t ns;
+    int dest;
+    void* recv;
+    index_t nr;
+    int src;
+    Dtype dt;
+    std::size_t send_bytes() const { return std::size_t(ns) * size_of(dt); }
+    std::size_t recv_bytes() const { return std::size_t(nr) * size_of(dt); }
+  };
+  // Posts the group's transfers (sends and receives, tag 71).
+  virtual void post_group(std::vector<Transfer>& group) = 0;
+
+ private:
+  void flush() {
+    if (!queued_.empty()) post_group(queued_);
+    queued_.clear();
+  }
+  int depth_ = 0;
+  std::vector<Transfer> queued_;
+};
+
 class DeviceSpace {
  public:
   virtual ~DeviceSpace() = default;
@@ -138,6 +198,13 @@ class DeviceSpace {
   virtual std::string transport() const = 0;
   // True for the host emulation (make_emulated_device_space), for what the report says.
   virtual bool emulated() const { return false; }
+  // True where the space is host memory (make_host_space, the emulation): its lanes' work is
+  // done or in flight when queued, so the host's clock times an algorithm's phases.
+  virtual bool on_host() const { return false; }
+  // True where the space's communicators take parts of different sizes as they are
+  // (DeviceComm::all_gather_v, reduce_scatter_v: MPI's v-collectives); NCCL's take equal parts,
+  // so uneven ones travel padded.
+  virtual bool takes_uneven_parts() const { return false; }
 
   virtual DeviceBlock alloc(std::size_t bytes) = 0;  // zero-filled
   template <class T>
@@ -197,6 +264,31 @@ class DeviceSpace {
             index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc) {
     gemm({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
   }
+  // An output block that the following products update step after step (SUMMA's panels,
+  // Cannon's shifts): a host space whose engine has memory of its own (a GPU staging each
+  // product) keeps the block there while the handle lives (Engine::hold_output); a device space
+  // has nothing to do.
+  class OutputHold {
+   public:
+    explicit OutputHold(DeviceSpace* s) : s_(s) {}
+    OutputHold(OutputHold&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    OutputHold& operator=(OutputHold&&) = delete;
+    ~OutputHold() {
+      if (s_) s_->release_output();
+    }
+
+   private:
+    DeviceSpace* s_;
+  };
+  template <class T>
+  [[nodiscard]] OutputHold hold_output(T* C, index_t rows, index_t cols, index_t ld) {
+    hold_output_call(dtype_of<T>(), C, rows, cols, ld);
+    return OutputHold(this);
+  }
+  virtual void hold_output_call(Dtype dt, void* C, index_t rows, index_t cols, index_t ld) {
+    (void)dt, (void)C, (void)rows, (void)cols, (void)ld;
+  }
+  virtual void release_output() {}
   // Ordering between the lanes: the one lane's later work waits for what the other queued so far.
   virtual void comm_waits_for_compute() = 0;
   virtual void compute_waits_for_comm() = 0;
@@ -329,6 +421,9 @@ std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world
 // engine, every lane's work done at once; free_bytes() gives `free_bytes`. For testing the
 // device paths where no GPU is (RunSpec::emulate_device).
 std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes);
+// Host memory and `engine` (any engine: a GPU engine stages each product) as a space: where
+// every host run's schedule runs (host_space.cpp).
+std::unique_ptr<DeviceSpace> make_host_space(Engine& engine);
 // The most ranks of `world` that share one GPU (the current device of each rank, by host and
 // PCI bus); collective. 1 without CUDA.
 int ranks_sharing_gpu(const Comm& world);

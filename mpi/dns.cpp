@@ -54,52 +54,13 @@ class Dns final : public AlgorithmBase<Dns> {
     return acc.done(q_ * q_ * q_);
   }
 
-  template <class T>
-  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
-    Matrix<T> a(mi, kl), b(kl, nj);
-
-    // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
-    {
-      Requests rq;
-      if (l == 0) {
-        if (j != 0) depth_.isend(A.data, A.size(), j, 1, rq);
-        if (i != 0) depth_.isend(B.data, B.size(), i, 2, rq);
-      }
-      if (l == j && l != 0) depth_.irecv(a.data(), a.size(), 0, 1, rq);
-      if (l == i && l != 0) depth_.irecv(b.data(), b.size(), 0, 2, rq);
-      if (l == 0 && j == 0) std::copy(A.data, A.data + A.size(), a.data());
-      if (l == 0 && i == 0) std::copy(B.data, B.data + B.size(), b.data());
-    }
-    step_done(1, 3);
-    // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
-    {
-      Requests rq;
-      row_.ibcast(a.data(), a.size(), l, rq);
-      col_.ibcast(b.data(), b.size(), l, rq);
-    }
-    step_done(2, 3);
-    // 3. Multiply, and sum the q partial products onto the base plane.
-    if (l == 0) {
-      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C.data,
-             C.ld);
-      depth_.reduce_sum(C.data, C.data, C.size(), 0);
-    } else {
-      Matrix<T> partial(mi, nj);
-      e.gemm(Op::N, Op::N, mi, nj, kl, alpha, a.data(), a.ld(), b.data(), b.ld(), T(0),
-             partial.data(), partial.ld());
-      depth_.reduce_sum(partial.data(), static_cast<T*>(nullptr), partial.size(), 0);
-    }
-    step_done(3, 3);
-  }
-
-  // The same on device buffers, each step's transfers on the comm lane (DNS has no steps to
-  // overlap: the product needs both broadcasts, and the reduction needs the product).
-  static constexpr bool kRunsOnDevice = true;
-  void prepare_device(DeviceSpace& sp) override {
+  // One schedule for host and device memory, each step's transfers on the comm lane (DNS has
+  // no steps to overlap: the product needs both broadcasts, and the reduction needs the product).
+  static constexpr bool kOneSchedule = true;
+  void prepare_comms(DeviceSpace& sp) override {
     if (!dev_depth_) dev_depth_ = sp.comm(depth_), dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
+  void forget_comms() override { dev_depth_.reset(), dev_row_.reset(), dev_col_.reset(); }
   // This rank's A(i, l) and B(l, j), and off the base plane its partial product.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
@@ -110,13 +71,11 @@ class Dns final : public AlgorithmBase<Dns> {
   GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
   template <class T>
-  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
     using Lane = DeviceSpace::Lane;
-    prepare_device(sp);
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
-    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
     T* a = device_buffer<T>(0);
     T* b = device_buffer<T>(1);
     sp.comm_waits_for_compute();

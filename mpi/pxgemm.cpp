@@ -60,6 +60,7 @@
 #include "distribution.hpp"
 #include "overlap.hpp"
 #include "partition.hpp"
+#include "pipeline.hpp"
 
 extern "C" {
 void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
@@ -649,61 +650,61 @@ double since(std::chrono::steady_clock::time_point t) {
 }
 
 // C(cr, cc) = alpha A(ar, panels) B(panels, bc) + beta C(cr, cc), all in the callers' local
-// arrays; `wait` gets the time spent waiting for broadcasts.
+// arrays; `wait` gets the time spent waiting for broadcasts. SUMMA's schedule on the block-cyclic
+// panels, pipelined in the engine's host space (pipeline.hpp).
 template <class T>
 void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, const T* B,
                         index_t ldb, Span bc, T beta, T* C, index_t ldc,
                         const std::vector<BcPanel>& panels, const GridComm& gc, const Grid& g,
                         double& wait) {
+  using Lane = DeviceSpace::Lane;
   const index_t mloc = ar.count, nloc = bc.count;
   index_t wmax = 0;
   for (const BcPanel& p : panels) wmax = std::max(wmax, p.width);
+  const std::unique_ptr<DeviceSpace> sp = make_host_space(e);
+  const std::unique_ptr<DeviceComm> row = sp->comm(gc.row), col = sp->comm(gc.col);
   AlignedPtr<T> abuf[2], bbuf[2];  // uninitialised: the broadcasts fill them
   const T* ap[2] = {nullptr, nullptr};
   index_t apld[2] = {1, 1};
-  Requests pending[2];
+  T* bp[2] = {nullptr, nullptr};
   T dummy[1] = {T(0)};
-  auto post = [&](std::size_t t, int slot) {
-    const BcPanel& p = panels[t];
+  auto post = [&](int t) {
+    const BcPanel& p = panels[std::size_t(t)];
+    const int slot = t % 2;
     const index_t w = p.width;
     if (!abuf[slot] && mloc > 0) abuf[slot] = aligned_alloc_array<T>(static_cast<std::size_t>(mloc * wmax));
     if (!bbuf[slot] && nloc > 0) bbuf[slot] = aligned_alloc_array<T>(static_cast<std::size_t>(wmax * nloc));
     T* a = abuf[slot] ? abuf[slot].get() : dummy;
-    T* b = bbuf[slot] ? bbuf[slot].get() : dummy;
+    T* b = bp[slot] = bbuf[slot] ? bbuf[slot].get() : dummy;
     ap[slot] = a, apld[slot] = std::max<index_t>(1, mloc);
     // The owners send their columns of A in place when contiguous, else packed; B's rows are
     // strided in the local array, so they are packed.
     if (g.mycol == p.qa) {
       const T* src = A + ar.first + p.a0 * lda;
-      if (lda == mloc) {
+      if (lda == mloc)
         ap[slot] = src, a = const_cast<T*>(src);
-      } else {
-        for (index_t c = 0; c < w; ++c)
-          std::memcpy(a + c * mloc, src + c * lda, sizeof(T) * static_cast<std::size_t>(mloc));
-      }
+      else
+        sp->copy(a, std::max<index_t>(mloc, 1), src, lda, mloc, w, Lane::comm);
     }
-    if (g.myrow == p.qb)
-      for (index_t c = 0; c < nloc; ++c)
-        std::memcpy(b + c * w, B + p.b0 + (bc.first + c) * ldb,
-                    sizeof(T) * static_cast<std::size_t>(w));
-    gc.row.ibcast(a, mloc * w, p.qa, pending[slot]);
-    gc.col.ibcast(b, w * nloc, p.qb, pending[slot]);
+    if (g.myrow == p.qb) sp->copy(b, std::max<index_t>(w, 1), B + p.b0 + bc.first * ldb, ldb, w, nloc, Lane::comm);
+    row->broadcast(a, mloc * w, p.qa);
+    col->broadcast(b, w * nloc, p.qb);
   };
   if (panels.empty()) return;
-  post(0, 0);
-  std::optional<HeldOutput<T>> held;  // C may stay on a GPU across the panels
-  if (mloc > 0 && nloc > 0) held.emplace(e, C, mloc, nloc, ldc);
-  for (std::size_t t = 0; t < panels.size(); ++t) {
-    const int slot = static_cast<int>(t % 2);
-    const auto w0 = std::chrono::steady_clock::now();
-    pending[slot].wait_all();
-    wait += since(w0);
-    Requests* next = nullptr;
-    if (t + 1 < panels.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
-    const T* b = bbuf[slot] ? bbuf[slot].get() : dummy;
-    gemm_with_progress<T>(e, mloc, nloc, panels[t].width, alpha, ap[slot], apld[slot], b,
-                          panels[t].width, t == 0 ? beta : T(1), C, ldc, next);
-  }
+  std::optional<DeviceSpace::OutputHold> held;  // C may stay on a GPU across the panels
+  if (mloc > 0 && nloc > 0) held.emplace(sp->hold_output(C, mloc, nloc, ldc));
+  pipeline(
+      *sp, static_cast<int>(panels.size()), post,
+      [&](int t) {
+        const index_t w = panels[std::size_t(t)].width;
+        sp->gemm<T>(Op::N, Op::N, mloc, nloc, w, alpha, ap[t % 2], apld[t % 2], bp[t % 2], std::max<index_t>(w, 1),
+                    t == 0 ? beta : T(1), C, ldc);
+      },
+      [&](auto&& wait_for_panel) {
+        const auto w0 = std::chrono::steady_clock::now();
+        wait_for_panel();
+        wait += since(w0);
+      });
 }
 
 void append_stats(const char* routine, int m, int n, int k, const std::string& algo, double sec,

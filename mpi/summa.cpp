@@ -8,7 +8,7 @@
 
 #include "algorithms.hpp"
 #include "grid.hpp"
-#include "overlap.hpp"
+#include "pipeline.hpp"
 
 namespace distmm {
 namespace {
@@ -55,7 +55,7 @@ class Summa final : public AlgorithmBase<Summa> {
       // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
       // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
       // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
-      // k-half) starts on the rank's own columns (run_device_whole_k); otherwise the gather comes
+      // k-half) starts on the rank's own columns (run_whole_k); otherwise the gather comes
       // first, a small price over NVLink.
       // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
       // rank's own block, which the limit counted already (device_limit is what is left after
@@ -109,47 +109,10 @@ class Summa final : public AlgorithmBase<Summa> {
     return acc.done(grid_.dim(0) * grid_.dim(1));
   }
 
-  template <class T>
-  void run(Engine& e, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), ldb = B.ld;
-    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
-    const index_t wmax = std::min(width_, s_.k);
-    Matrix<T> abuf[2] = {Matrix<T>(mi, wmax), Matrix<T>(mi, wmax)};
-    Matrix<T> bbuf[2] = {Matrix<T>(wmax, nj), Matrix<T>(wmax, nj)};
-    T* apanel[2] = {nullptr, nullptr};
-    Requests pending[2];
-
-    auto post = [&](std::size_t t, int slot) {
-      const Panel& p = panels_[t];
-      // The owner broadcasts straight from its columns of A (contiguous in column-major).
-      apanel[slot] = (j == p.owner_col) ? const_cast<T*>(A.data) + (p.k0 - ka0) * mi
-                                        : abuf[slot].data();
-      T* b = bbuf[slot].data();
-      if (i == p.owner_row)  // B's rows are strided: pack them into the panel buffer
-        for (index_t c = 0; c < nj; ++c)
-          std::memcpy(b + c * p.width, B.data + (p.k0 - kb0) + c * ldb, sizeof(T) * p.width);
-      row_.ibcast(apanel[slot], mi * p.width, p.owner_col, pending[slot]);
-      col_.ibcast(b, p.width * nj, p.owner_row, pending[slot]);
-    };
-
-    post(0, 0);
-    HeldOutput<T> held(e, C.data, mi, nj, C.ld);  // C may stay on a GPU across the panels
-    for (std::size_t t = 0; t < panels_.size(); ++t) {
-      int slot = static_cast<int>(t % 2);
-      pending[slot].wait_all();
-      Requests* next = nullptr;
-      if (t + 1 < panels_.size()) post(t + 1, 1 - slot), next = &pending[1 - slot];
-      gemm_with_progress<T>(e, mi, nj, panels_[t].width, alpha, apanel[slot], mi,
-                            bbuf[slot].data(), panels_[t].width, t == 0 ? beta : T(1), C.data,
-                            C.ld, next);
-      step_done(static_cast<int>(t + 1), static_cast<int>(panels_.size()));
-    }
-  }
-
-  // The same on device buffers: the panels broadcast by NCCL (or MPI through host memory) on
-  // the comm lane while the previous panel's product runs on the compute lane.
-  static constexpr bool kRunsOnDevice = true;
+  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
+  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
+  // current panel's product runs on the compute lane.
+  static constexpr bool kOneSchedule = true;
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
   std::optional<KPrefix> k_prefix() const override {
     const std::size_t t = first_rest_panel();
@@ -159,9 +122,10 @@ class Summa final : public AlgorithmBase<Summa> {
     return KPrefix{std::clamp<index_t>(ks - pka_.start(j), 0, pka_.size(j)),
                    std::clamp<index_t>(ks - pkb_.start(i), 0, pkb_.size(i))};
   }
-  void prepare_device(DeviceSpace& sp) override {
+  void prepare_comms(DeviceSpace& sp) override {
     if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
   }
+  void forget_comms() override { dev_row_.reset(), dev_col_.reset(); }
   // Two panels each of A (when broadcast along rows) and of B (along columns).
   // Whole-k: A's row of blocks, B's column of blocks and one panel of B to receive into.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
@@ -189,16 +153,14 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
   template <class T>
-  void run_device(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
     using Lane = DeviceSpace::Lane;
-    prepare_device(sp);
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j);
     const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
-    reserve_device(sp, dtype_of<T>());  // done before the first multiply: nothing to allocate
-    if (whole_k_) return run_device_whole_k(sp, alpha, A, B, beta, C);
+    if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
     T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     StepOperands<T> ops[2];
@@ -225,23 +187,21 @@ class Summa final : public AlgorithmBase<Summa> {
     // Operands of panels from `rest_from` on (beyond k_prefix) may still be on their way.
     const int rest = rest_mark();
     const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
-    sp.comm_waits_for_compute();  // the operands are ready
-    if (rest >= 0 && rest_from == 0) sp.wait_mark(Lane::comm, rest);
-    post(0, 0);
-    for (std::size_t t = 0; t < panels_.size(); ++t) {
-      const int slot = static_cast<int>(t % 2);
-      sp.compute_waits_for_comm();  // panel t arrived
-      if (t + 1 < panels_.size()) {
-        sp.comm_waits_for_compute();  // the product that read the other slot (t - 1) is done
-        if (t + 1 == rest_from) sp.wait_mark(Lane::comm, rest);
-        post(t + 1, 1 - slot);
-      }
-      if (t == rest_from) sp.wait_mark(Lane::compute, rest);  // its owner's operands in place
-      const StepOperands<T>& o = ops[slot];
-      sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[t].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
-                 std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
-      step_done(static_cast<int>(t + 1), static_cast<int>(panels_.size()));
-    }
+    auto held = sp.hold_output(C.data, mi, nj, C.ld);  // C may stay on a staging GPU across the panels
+    const int steps = static_cast<int>(panels_.size());
+    pipeline(
+        sp, steps,
+        [&](int t) {
+          if (std::size_t(t) == rest_from) sp.wait_mark(Lane::comm, rest);  // its owner's operands on their way
+          post(std::size_t(t), t % 2);
+        },
+        [&](int t) {
+          if (std::size_t(t) == rest_from) sp.wait_mark(Lane::compute, rest);  // its owner's operands in place
+          const StepOperands<T>& o = ops[t % 2];
+          sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[std::size_t(t)].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
+                     std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
+          step_done(t + 1, steps);
+        });
   }
 
  private:
@@ -257,7 +217,7 @@ class Summa final : public AlgorithmBase<Summa> {
   // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
   // buffer, since its rows are strided in B's column of blocks), then one product.
   template <class T>
-  void run_device_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                           MatrixView<T> C) {
     using Lane = DeviceSpace::Lane;
     const int i = grid_.coord(0), j = grid_.coord(1);
@@ -342,11 +302,9 @@ class Summa final : public AlgorithmBase<Summa> {
     step_done(steps, steps);
   }
 
-  // Words of the double-buffered panels of width w. On the host both are always copied; on a
-  // device a panel that is not broadcast (one grid column for A, one grid row for B) is read in
-  // place, so it needs no buffer. Counting those anyway halved a single GPU's whole-k product
-  // where the buffers would not fit (one H100, f64 32768: two half-k products, 1.067 s, against
-  // one product's 1.007 s in gpu-bench).
+  // Words of the double-buffered panels of width w. A panel that is not broadcast (one grid
+  // column for A, one grid row for B) is read in place, so it needs no buffer (counting one
+  // anyway halved a single GPU's whole-k product where the buffers would not fit).
   bool broadcasts_a() const { return grid_.dim(1) > 1; }  // along process rows
   bool broadcasts_b() const { return grid_.dim(0) > 1; }  // along process columns
   // Words of the whole-k gather: A's row of blocks, B's column of blocks and one B panel.
@@ -354,8 +312,7 @@ class Summa final : public AlgorithmBase<Summa> {
     return (broadcasts_a() ? mi * s_.k : 0) + (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0);
   }
   index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
-    return 2 * ((!device_resident_ || broadcasts_a() ? mi * w : 0) +
-                (!device_resident_ || broadcasts_b() ? w * nj : 0));
+    return 2 * ((broadcasts_a() ? mi * w : 0) + (broadcasts_b() ? w * nj : 0));
   }
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.
@@ -367,7 +324,7 @@ class Summa final : public AlgorithmBase<Summa> {
   }
 
   GemmShape s_;
-  bool device_resident_;  // buffers on the rank's GPU (run_device)
+  bool device_resident_;  // buffers on the rank's GPU
   bool inputs_at_home_;   // the caller places A and B where device_home() says
   CartGrid grid_;
   Comm row_, col_;
