@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI tests with GPU engines, one rank per GPU, at 1 rank and at 2 when two GPUs are seen.
+# The MPI tests with GPU engines, one rank per GPU, at 1 rank, and at 2 and 4 where that many GPUs are seen.
 # Without a GPU it exits 77, which ctest reports as skipped, so a CI log without a GPU says
 # that these tests did not run (the engines' own unit tests skip themselves too).
 # usage: gpu_tests.sh DISTMM DISTMM_MPI_TESTS MPIEXEC
@@ -13,7 +13,7 @@ if [ -z "$gpus" ]; then
 fi
 filter='DeviceRun*:*Gpu*:StreamPlan*:NcclComm*'
 status=0
-for np in 1 2; do
+for np in 1 2 4; do
   [ "$np" -le "$gpus" ] || continue
   echo "gpu_tests: $np rank(s) on $seen"
   NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} "$mpiexec" -n "$np" --oversubscribe --bind-to none "$tests" \
