@@ -241,7 +241,7 @@ void NpyOutput::write(const DistMatrix<T>& M) {
   tmp_->arm();
   InDirectory in(tmp_->dir());
   if (comm_.any(!in.ok()))
-    throw OutputError(path_ + ": cannot write in directory '" + dir_name(path_) + "': " + std::strerror(errno));
+    throw OutputError(path_ + ": cannot enter its directory '" + dir_name(path_) + "' to write it");
   MpiFile f;
   int rc;
   {

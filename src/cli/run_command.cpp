@@ -6,7 +6,6 @@
 #include <iostream>
 #include <vector>
 
-#include "../core/files.hpp"
 #include "../core/json.hpp"
 #include "../core/system.hpp"
 #include "../core/timer.hpp"
@@ -315,8 +314,7 @@ RunSpec to_spec(const RunCommandOptions& o) {
 namespace {
 // The --json file is checked before the work starts, not after it: rank 0 writes it.
 void check_json(const std::string& path, const Comm& world) {
-  PathProblem problem;
-  if (world.rank() == 0 && !path.empty() && path != "-") problem = output_problem(path, "--json", true);
+  const PathProblem problem = world.rank() == 0 ? json_file_problem(path) : PathProblem{};
   world.agree(problem.message, problem.unwritable);
 }
 

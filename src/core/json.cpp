@@ -8,12 +8,15 @@
 #include <cstring>
 #include <ctime>
 
-#include "files.hpp"
 
 namespace distmm {
 
+PathProblem json_file_problem(const std::string& path) {
+  return path.empty() || path == "-" ? PathProblem{} : output_problem(path, "--json", true);
+}
+
 void append_json_line(const std::string& path, const nlohmann::json& j) {
-  if (PathProblem p = output_problem(path, "--json", true)) p.raise();
+  if (PathProblem p = json_file_problem(path)) p.raise();
   std::string line = j.dump() + "\n";
   // O_NONBLOCK: a FIFO put there since the check fails to open rather than waits for a reader.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0644);
