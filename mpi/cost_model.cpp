@@ -41,9 +41,14 @@ std::string text_of(double v) {
 // The model in the file at `path`, or none where there is no file; a file that is not a regular
 // one, not JSON, lacks a value or holds one out of range is a UsageError naming it and the fix.
 std::optional<MachineModel> read_machine_file(const std::string& path) {
-  const std::optional<std::string> text = read_if_present(path, "machine file");
-  if (!text) return std::nullopt;
   const std::string fix = ": run 'distmm calibrate' to write it again, or remove it (or point DISTMM_MACHINE_FILE elsewhere)";
+  std::optional<std::string> text;
+  try {
+    text = read_if_present(path, "machine file");
+  } catch (const UsageError& e) {  // not a regular file, or unreadable
+    throw UsageError(e.what() + fix);
+  }
+  if (!text) return std::nullopt;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(*text);

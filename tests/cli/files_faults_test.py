@@ -1,17 +1,18 @@
 #!/usr/bin/python3
-"""distmm's files under hostile paths, alone (0: no mpirun) and under mpirun: a device node, a FIFO
-or a directory as --out, --json or an input is refused at once with one line (exit 2) and left as
+"""distmm's files under hostile paths, alone (0: no mpirun) and under mpirun: a device node, a FIFO,
+a socket or a directory as --out, --json or an input is refused at once with one line (exit 2) and left as
 it was; a FIFO never hangs a rank; paths of any length the file system takes work (nested
 directories of ~250, ~1000 and ~4000 characters, a 250-character file name); every signal that
 ends the job during the write leaves no temporary and the old output intact; an output that
-cannot be written or moved into place ends with exit 1 (read-only tmpfs, as root); the machine
-file is checked (not JSON, out of range: named, with the fix); calibrate never writes without a
+cannot be written or moved into place ends with exit 1 (a read-only tmpfs and a bind mount as
+root, permissions otherwise); the machine file is checked (not JSON, out of range: named, with the fix); calibrate never writes without a
 usable HOME; .npy headers over 1 MiB and unknown format versions get their own messages; and
 `run --json -` writes the JSON line to standard output.
 usage: files_faults_test.py DISTMM MPIEXEC"""
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -94,8 +95,8 @@ def strays(d):
 
 def kind(path):
     m = os.lstat(path).st_mode
-    return "chr" if stat.S_ISCHR(m) else "fifo" if stat.S_ISFIFO(m) else "dir" if stat.S_ISDIR(m) else "reg" \
-        if stat.S_ISREG(m) else "other"
+    return "chr" if stat.S_ISCHR(m) else "fifo" if stat.S_ISFIFO(m) else "dir" if stat.S_ISDIR(m) else "sock" \
+        if stat.S_ISSOCK(m) else "reg" if stat.S_ISREG(m) else "other"
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -105,6 +106,8 @@ with tempfile.TemporaryDirectory() as d:
     np.save(f"{d}/B.npy", B)
     os.mkfifo(f"{d}/fifo")
     os.mkdir(f"{d}/adir")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(f"{d}/sock")
     # an existing good output, never replaced by a bad run
     good = A @ B
     np.save(f"{d}/C.npy", good)
@@ -118,6 +121,7 @@ with tempfile.TemporaryDirectory() as d:
             ("--out", f"{d}/fifo", "fifo", "is a FIFO (named pipe): give a regular file path"),
             ("--out", f"{d}/adir", "dir", "is a directory: give a regular file path"),
             ("--out", f"{d}/adir/", "dir", "names a directory"),
+            ("--out", f"{d}/sock", "sock", "is a socket: give a regular file path"),
             ("--json", "/dev/null", "chr", "--json /dev/null is a character device: give a regular file path"),
             ("--json", f"{d}/fifo", "fifo", "is a FIFO (named pipe): give a regular file path"),
             ("--json", f"{d}/adir", "dir", "is a directory: give a regular file path"),
@@ -223,8 +227,15 @@ with tempfile.TemporaryDirectory() as d:
     os.mkdir(ro)
     mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", ro],
                                                    capture_output=True).returncode == 0
-    if not mounted:
-        skip("unwritable output directory: mounting a read-only tmpfs needs root")
+    if not mounted and os.geteuid() != 0:  # permissions bind everyone else
+        os.chmod(ro, 0o555)
+        for ranks in (0, 3):
+            r = run(ranks, ["--a", "A.npy", "--b", "B.npy", "--out", f"{ro}/C.npy"], d)
+            check(refused(r, "is not writable", code=1) and os.listdir(ro) == [],
+                  f"P={ranks} --out in a directory without write permission: rc={r.returncode} {error_lines(r)}")
+        os.chmod(ro, 0o755)
+    elif not mounted:
+        skip("unwritable output directory: mounting a read-only tmpfs failed")
     else:
         try:
             np.save(f"{ro}/C.npy", good)
