@@ -80,6 +80,7 @@ XtTiming xt_median_ms(const XtBenchOptions& o, long long n, int gpus) {
 }  // namespace
 
 int xt_bench_command(const XtBenchOptions& o, std::ostream& os) {
+  if (PathProblem p = json_file_problem(o.json)) p.raise();  // before the measurements
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw UsageError("distmm xt-bench needs a CUDA GPU and none is visible");

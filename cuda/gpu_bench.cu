@@ -185,6 +185,7 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
 }  // namespace
 
 int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
+  if (PathProblem p = json_file_problem(o.json)) p.raise();  // before the measurements
   const std::optional<Dtype> dt = parse_dtype(o.dtype);
   if (!dt || !DtypeSet::real().contains(*dt))
     throw UsageError("gpu-bench --dtype must be f32 or f64, not '" + o.dtype + "'" +

@@ -25,6 +25,9 @@ struct TuneOptions {
 };
 int tune_command(const TuneOptions& o, std::ostream& os);
 std::string tuning_file_path();
+// Where tune writes without --file: the same, but HOME must be an existing directory (never
+// created); else a UsageError saying what to set.
+std::string tuning_file_path_for_writing();
 
 // `distmm gpu-bench`: cuBLAS against each GPU engine on device-resident data, one process.
 struct GpuBenchOptions {

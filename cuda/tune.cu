@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "../src/core/files.hpp"
 #include "gpu_engines.hpp"
 #include "gpu_kernels.cuh"
 #include "lt_gemm.cuh"
@@ -313,7 +314,8 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   cuda_check(cudaSetDevice(o.device % count), "cudaSetDevice");
   cudaDeviceProp prop;
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
-  const std::string file = o.file.empty() ? tuning_file_path() : o.file;
+  const std::string file = o.file.empty() ? tuning_file_path_for_writing() : o.file;
+  if (PathProblem p = output_problem(file, "tuning file")) p.raise();  // before the minutes of tuning
   os << "tuning " << (shapes.empty() ? "the addition kernels and leaf products" : "the given leaf shapes") << " on "
      << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.maxThreadsPerMultiProcessor
      << " threads/SM)\n";

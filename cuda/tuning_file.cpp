@@ -1,40 +1,36 @@
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../src/core/files.hpp"
 #include "gpu_engines.hpp"
 #include "tuning.hpp"
 
 namespace distmm {
 
 std::string tuning_file_path() {
-  if (const char* p = std::getenv("DISTMM_TUNING_FILE")) return p;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/distmm/tuning.json";
+  return user_file_path(std::getenv("DISTMM_TUNING_FILE"), std::getenv("HOME"), "tuning.json");
+}
+
+std::string tuning_file_path_for_writing() {
+  return user_file_path_for_writing(std::getenv("DISTMM_TUNING_FILE"), std::getenv("HOME"), "tuning.json",
+                                    "set DISTMM_TUNING_FILE, or give tune --file");
 }
 
 namespace {
 nlohmann::json load(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return nlohmann::json::object();
+  // Not a regular file (a FIFO would block): an error; none there: the defaults.
+  const std::optional<std::string> text = read_if_present(path, "tuning file");
+  if (!text) return nlohmann::json::object();
   try {
-    return nlohmann::json::parse(f);
+    return nlohmann::json::parse(*text);
   } catch (...) {
     return nlohmann::json::object();  // a damaged file only costs the defaults
   }
 }
 
 void save(const std::string& path, const nlohmann::json& j) {
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, j.dump(2) + "\n", "tuning file");
 }
 
 // The entry of j[device][key] at the largest size <= n; when all are larger, the smallest one

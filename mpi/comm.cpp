@@ -39,11 +39,12 @@ bool Comm::any(bool flag) const {
   return v != 0;
 }
 
-void Comm::agree(std::string error) const {
-  long long len = static_cast<long long>(error.size());
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, c_);
-  error.resize(static_cast<std::size_t>(len));
-  if (len) MPI_Bcast(error.data(), static_cast<int>(len), MPI_CHAR, 0, c_);
+void Comm::agree(std::string error, bool unwritable) const {
+  long long head[2] = {static_cast<long long>(error.size()), unwritable};
+  MPI_Bcast(head, 2, MPI_LONG_LONG, 0, c_);
+  error.resize(static_cast<std::size_t>(head[0]));
+  if (head[0]) MPI_Bcast(error.data(), static_cast<int>(head[0]), MPI_CHAR, 0, c_);
+  if (!error.empty() && head[1]) throw OutputError(error);
   if (!error.empty()) throw UsageError(error);
 }
 

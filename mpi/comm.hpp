@@ -241,8 +241,9 @@ class Comm {
   // True on every rank when `flag` is true on any rank: ranks agree before leaving together.
   bool any(bool flag) const;
   // Rank 0's verdict on something only it checked (a file, a path), shared: when `error` is
-  // non-empty on rank 0, every rank throws UsageError(error), so all leave together.
-  void agree(std::string error) const;
+  // non-empty on rank 0, every rank throws UsageError(error), so all leave together; with
+  // `unwritable` (rank 0's), OutputError: an output that cannot be written (exit 1).
+  void agree(std::string error, bool unwritable = false) const;
   // Collective: the message of the lowest rank whose `mine` is non-empty (empty on every rank
   // when none failed), so every rank sees the same first failure.
   std::string first_error(const std::string& mine) const;

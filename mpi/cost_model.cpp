@@ -1,50 +1,105 @@
 #include "cost_model.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "../src/core/files.hpp"
 
 namespace distmm {
 
+namespace {
+
+// The range of each value a machine file holds: a measurement outside it is not one of this
+// machine (a damaged or hand-edited file) and would make every choice of --algo auto absurd.
+struct ModelValue {
+  const char* key;
+  double MachineModel::*value;
+  bool required;
+  double lo, hi;
+  const char* unit;
+};
+constexpr ModelValue kModelValues[] = {
+    {"flops_per_s", &MachineModel::flops_per_s, true, 1e3, 1e18, "flop/s"},
+    {"bytes_per_s", &MachineModel::bytes_per_s, true, 1e3, 1e15, "bytes/s"},
+    {"latency_s", &MachineModel::latency_s, true, 1e-10, 1, "s"},
+    // (files from before these were measured keep the defaults)
+    {"memory_bytes_per_s", &MachineModel::memory_bytes_per_s, false, 1e3, 1e15, "bytes/s"},
+    {"slowest_flops_per_s", &MachineModel::slowest_flops_per_s, false, 1e3, 1e18, "flop/s"},
+};
+
+std::string text_of(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// The model in the file at `path`, or none where there is no file; a file that is not a regular
+// one, not JSON, lacks a value or holds one out of range is a UsageError naming it and the fix.
+std::optional<MachineModel> read_machine_file(const std::string& path) {
+  const std::string fix = ": run 'distmm calibrate' to write it again, or remove it (or point DISTMM_MACHINE_FILE elsewhere)";
+  std::optional<std::string> text;
+  try {
+    text = read_if_present(path, "machine file");
+  } catch (const UsageError& e) {  // not a regular file, or unreadable
+    throw UsageError(e.what() + fix);
+  }
+  if (!text) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("machine file " + path + " is not JSON (" + e.what() + ")" + fix);
+  }
+  if (!j.is_object()) throw UsageError("machine file " + path + " is not a JSON object" + fix);
+  MachineModel m;
+  for (const ModelValue& v : kModelValues) {
+    if (!j.contains(v.key)) {
+      if (v.required) throw UsageError("machine file " + path + " lacks " + v.key + fix);
+      continue;
+    }
+    const nlohmann::json& x = j[v.key];
+    const double d = x.is_number() ? x.get<double>() : std::nan("");
+    if (!x.is_number() || !std::isfinite(d) || d < v.lo || d > v.hi)
+      throw UsageError("machine file " + path + ": " + v.key + " " + (x.is_number() ? text_of(d) : x.dump()) +
+                       " is out of range (" + text_of(v.lo) + " to " + text_of(v.hi) + " " + v.unit + ")" + fix);
+    m.*v.value = d;
+  }
+  return m;
+}
+
+}  // namespace
+
 std::string machine_model_path() {
-  if (const char* p = std::getenv("DISTMM_MACHINE_FILE")) return p;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/distmm/machine.json";
+  return user_file_path(std::getenv("DISTMM_MACHINE_FILE"), std::getenv("HOME"), "machine.json");
+}
+
+std::string machine_model_path_for_writing() {
+  return user_file_path_for_writing(std::getenv("DISTMM_MACHINE_FILE"), std::getenv("HOME"), "machine.json",
+                                    "set DISTMM_MACHINE_FILE, or give calibrate --file");
 }
 
 MachineModel machine_model(const Comm& comm) {
   // Read on every call (a small file) by rank 0 of *this* communicator: a cache keyed to the
   // first communicator would make later ones (other BLACS grids) skip the collective.
   MachineModel m;
-  double v[5] = {m.flops_per_s, m.bytes_per_s, m.latency_s, m.memory_bytes_per_s, 0};
-  int found = 0;
-  if (comm.rank() == 0) {
-    std::ifstream in(machine_model_path());
-    if (in) {
-      try {
-        nlohmann::json j = nlohmann::json::parse(in);
-        v[0] = j.at("flops_per_s").get<double>();
-        v[1] = j.at("bytes_per_s").get<double>();
-        v[2] = j.at("latency_s").get<double>();
-        // (files from before mu was measured keep the default)
-        if (j.contains("memory_bytes_per_s")) v[3] = j.at("memory_bytes_per_s").get<double>();
-        if (j.contains("slowest_flops_per_s")) v[4] = j.at("slowest_flops_per_s").get<double>();
-        found = v[0] > 0 && v[1] > 0 && v[2] >= 0 && v[3] > 0;
-      } catch (const std::exception&) {
-        found = 0;  // unreadable: the defaults stand (the report names the source)
-      }
-      if (!found) v[0] = m.flops_per_s, v[1] = m.bytes_per_s, v[2] = m.latency_s, v[3] = m.memory_bytes_per_s, v[4] = 0;
-    }
-  }
+  const std::string path = machine_model_path();
+  std::optional<MachineModel> read;
+  std::string error;
+  if (comm.rank() == 0) error = caught([&] { read = read_machine_file(path); }).message;
+  comm.agree(error);
+  int found = read.has_value();
+  if (read) m = *read;
+  double v[5] = {m.flops_per_s, m.bytes_per_s, m.latency_s, m.memory_bytes_per_s, m.slowest_flops_per_s};
   MPI_Bcast(v, 5, MPI_DOUBLE, 0, comm.get());
   MPI_Bcast(&found, 1, MPI_INT, 0, comm.get());
   m.flops_per_s = v[0], m.bytes_per_s = v[1], m.latency_s = v[2], m.memory_bytes_per_s = v[3];
   m.slowest_flops_per_s = v[4];
-  if (found) m.source = machine_model_path() + " (distmm calibrate)", m.measured = true;
+  if (found) m.source = path + " (distmm calibrate)", m.measured = true;
   return m;
 }
 
@@ -62,19 +117,10 @@ std::size_t words_first_choice(const std::vector<double>& seconds, const std::ve
 }
 
 void save_machine_model(const MachineModel& m, const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) {
-    std::string dir = path.substr(0, slash);
-    for (std::size_t at = 1; at != std::string::npos; at = dir.find('/', at + 1))
-      ::mkdir(dir.substr(0, dir.find('/', at)).c_str(), 0755);
-    ::mkdir(dir.c_str(), 0755);
-  }
   nlohmann::json j{{"flops_per_s", m.flops_per_s}, {"bytes_per_s", m.bytes_per_s}, {"latency_s", m.latency_s},
                    {"memory_bytes_per_s", m.memory_bytes_per_s}};
   if (m.slowest_flops_per_s > 0) j["slowest_flops_per_s"] = m.slowest_flops_per_s;
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  if (!out) throw UsageError("cannot write the machine model to " + path + ": choose a writable --file");
+  write_file_atomically(path, j.dump(2) + "\n", "machine file");
 }
 
 }  // namespace distmm

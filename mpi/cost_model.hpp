@@ -54,12 +54,17 @@ inline constexpr double kWordsFirst = 0.10;
 // buys an idle rank).
 std::size_t words_first_choice(const std::vector<double>& seconds, const std::vector<double>& words);
 
-// $DISTMM_MACHINE_FILE, else ~/.cache/distmm/machine.json.
+// $DISTMM_MACHINE_FILE, else ~/.cache/distmm/machine.json (empty, no file, where HOME is unset).
 std::string machine_model_path();
-// Rank 0 reads the file (or takes the defaults) and every rank gets the same model, so that
-// every rank makes the same choices. Collective on comm.
+// Where calibrate writes without --file: the same, but HOME must be an existing directory
+// (.cache/distmm is made below it, HOME never); else a UsageError saying what to set.
+std::string machine_model_path_for_writing();
+// Rank 0 reads the file (or takes the defaults where there is none) and every rank gets the same
+// model, so that every rank makes the same choices. A file that cannot be used (not a regular
+// file, not JSON, a value out of range) is a UsageError on every rank. Collective on comm.
 MachineModel machine_model(const Comm& comm);
-// Writes the model as JSON (rank 0's job); throws UsageError when the file cannot be written.
+// Writes the model as JSON, replacing the file atomically (rank 0's job); throws UsageError or
+// OutputError (write_file_atomically) when it cannot.
 void save_machine_model(const MachineModel& m, const std::string& path);
 
 }  // namespace distmm

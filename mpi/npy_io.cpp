@@ -11,18 +11,17 @@
 #include <cstring>
 #include <vector>
 
+#include "../src/core/files.hpp"
+
 namespace distmm {
 
 namespace {
 
-std::string base_name(const std::string& p) {
-  auto s = p.find_last_of('/');
-  return s == std::string::npos ? p : p.substr(s + 1);
-}
-std::string dir_name(const std::string& p) {
-  auto s = p.find_last_of('/');
-  return s == std::string::npos ? "." : (s == 0 ? "/" : p.substr(0, s));
-}
+// Open MPI's shared-file-pointer components copy the name given to MPI_File_open into 256-byte
+// buffers (a longer one aborts the process): MPI-IO opens a name relative to the file's
+// directory, one of at most this many characters; an input with a longer name is read with POSIX
+// I/O instead (the output's temporary name is always short).
+constexpr std::size_t kMpiIoNameMax = 200;
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "(";
@@ -33,17 +32,11 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
 NpyInfo inspect_on_root(const std::string& path) {
   NpyInfo info;
   info.path = path;
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    throw NpyError(errno == ENOENT ? "no such file: check the path"
-                                   : std::string("cannot be read: ") + std::strerror(errno));
+  const int fd = open_input(path, "");
   struct stat st;
   fstat(fd, &st);
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw NpyError("is a directory, not a .npy file");
-  }
-  std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<off_t>(st.st_size, 1 << 20)));
+  // The preamble (12 bytes at most) and the longest header read.
+  std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<off_t>(st.st_size, kNpyHeaderMax + 12)));
   ssize_t got = ::read(fd, head.data(), head.size());
   ::close(fd);
   if (got < 0) throw NpyError(std::string("cannot be read: ") + std::strerror(errno));
@@ -101,6 +94,30 @@ struct MpiFile {
   }
 };
 
+// The segments (offset, length in elements after `offset` bytes) read in turn into buf, as the
+// file view reads them; false when the file cannot be read whole.
+template <class T>
+bool pread_segments(const std::string& path, std::size_t offset, const std::vector<std::pair<index_t, index_t>>& seg,
+                    T* buf) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (auto [off, len] : seg) {
+    auto* to = reinterpret_cast<char*>(buf);
+    const std::size_t want = static_cast<std::size_t>(len) * sizeof(T);
+    const off_t at = static_cast<off_t>(offset + static_cast<std::size_t>(off) * sizeof(T));
+    std::size_t done = 0;
+    while (ok && done < want) {
+      const ssize_t got = ::pread(fd, to + done, want - done, at + static_cast<off_t>(done));
+      ok = got > 0;
+      if (ok) done += static_cast<std::size_t>(got);
+    }
+    buf += len;
+  }
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace
 
 NpyInfo npy_inspect(const std::string& path, const Comm& comm) {
@@ -111,6 +128,8 @@ NpyInfo npy_inspect(const std::string& path, const Comm& comm) {
       info = inspect_on_root(path);
     } catch (const NpyError& e) {
       error = path + ": " + e.what();
+    } catch (const UsageError& e) {  // not a regular file, or none: named by open_input
+      error = e.what();
     }
   }
   comm.agree(error);
@@ -143,18 +162,30 @@ void npy_read_piece(const NpyInfo& info, Op op, DistMatrix<T>& M, const Comm& co
   }
   if (nr == 0 || nc == 0) seg.clear();
   std::vector<T> buf(static_cast<std::size_t>(nr * nc));
-  FileView view(mpi_type<T>(), seg);
-  MpiFile f;
-  int rc = MPI_File_open(comm.get(), info.path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &f.fh);
-  if (comm.any(rc != MPI_SUCCESS)) throw UsageError(info.path + ": cannot be opened for MPI-IO");
-  MPI_File_set_view(f.fh, static_cast<MPI_Offset>(info.data_offset), mpi_type<T>(), view.get(),
-                    "native", MPI_INFO_NULL);
-  MPI_Status st;
-  rc = MPI_File_read_all(f.fh, buf.data(), mpi_count(nr * nc), mpi_type<T>(), &st);
-  int got = 0;
-  MPI_Get_count(&st, mpi_type<T>(), &got);
-  if (comm.any(rc != MPI_SUCCESS || got != nr * nc))
-    throw UsageError(info.path + ": reading the data failed (truncated or unreadable)");
+  const std::string name = base_name(info.path);
+  bool failed = false;
+  if (name.size() > kMpiIoNameMax) {
+    failed = !pread_segments(info.path, info.data_offset, seg, buf.data());
+  } else {
+    FileView view(mpi_type<T>(), seg);
+    InDirectory in(dir_name(info.path));
+    MpiFile f;
+    int rc;
+    {
+      HoldEndingSignals hold;
+      rc = MPI_File_open(comm.get(), in.ok() ? name.c_str() : info.path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL,
+                         &f.fh);
+    }
+    if (comm.any(rc != MPI_SUCCESS)) throw UsageError(info.path + ": cannot be opened for MPI-IO");
+    MPI_File_set_view(f.fh, static_cast<MPI_Offset>(info.data_offset), mpi_type<T>(), view.get(),
+                      "native", MPI_INFO_NULL);
+    MPI_Status st;
+    rc = MPI_File_read_all(f.fh, buf.data(), mpi_count(nr * nc), mpi_type<T>(), &st);
+    int got = 0;
+    MPI_Get_count(&st, mpi_type<T>(), &got);
+    failed = rc != MPI_SUCCESS || got != nr * nc;
+  }
+  if (comm.any(failed)) throw UsageError(info.path + ": reading the data failed (truncated or unreadable)");
   // buf holds the stored block, column-major (Fortran files) or row-major (C files).
   auto stored = [&](index_t i, index_t j) {
     return info.fortran_order ? buf[i + j * nr] : buf[i * nc + j];
@@ -168,49 +199,18 @@ void npy_read_piece(const NpyInfo& info, Op op, DistMatrix<T>& M, const Comm& co
 }
 
 NpyOutput::NpyOutput(std::string path, const Comm& comm) : path_(std::move(path)), comm_(comm) {
-  std::string error;
-  char tmp[64];
+  PathProblem problem;
+  char name[NAME_MAX + 1] = {};
   if (comm.rank() == 0) {
-    const std::string dir = dir_name(path_);
-    struct stat st;
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      error = path_ + ": directory '" + dir + "' does not exist: create it or choose another --out";
-    else if (access(dir.c_str(), W_OK) != 0)
-      error = path_ + ": directory '" + dir + "' is not writable: choose another --out";
-    else if (stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      error = path_ + ": is a directory: give a file name for --out";
-    std::snprintf(tmp, sizeof tmp, ".tmp.%d.%ld", static_cast<int>(getpid()), static_cast<long>(time(nullptr)));
+    problem = output_problem(path_, "--out");
+    std::snprintf(name, sizeof name, "%s", TemporaryFile::make_name(path_).c_str());
   }
-  comm.agree(error);
-  MPI_Bcast(tmp, sizeof tmp, MPI_CHAR, 0, comm.get());
-  tmp_ = dir_name(path_) + "/." + base_name(path_) + tmp;
+  comm.agree(problem.message, problem.unwritable);
+  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm.get());  // rank 0's pid and time name it on every rank
+  tmp_ = std::make_unique<TemporaryFile>(path_, name);
 }
 
 namespace {
-// The temporary output of this process, removed by SIGINT and SIGTERM (async-signal-safe:
-// unlink on a path prepared beforehand), so that an interrupted run leaves no stray file.
-char pending_tmp[4096];
-struct sigaction previous_int, previous_term;
-extern "C" void remove_pending_output(int sig) {
-  if (pending_tmp[0]) ::unlink(pending_tmp);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-void guard_pending(const std::string& tmp) {
-  std::snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp.c_str());
-  struct sigaction sa {};
-  sa.sa_handler = remove_pending_output;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &previous_int);
-  sigaction(SIGTERM, &sa, &previous_term);
-}
-void unguard_pending() {
-  if (!pending_tmp[0]) return;
-  sigaction(SIGINT, &previous_int, nullptr);
-  sigaction(SIGTERM, &previous_term, nullptr);
-  pending_tmp[0] = 0;
-}
-
 // What an MPI-IO error means, for the message (ENOSPC, EDQUOT, EIO, EFBIG and others).
 std::string io_cause(int rc) {
   int cls = MPI_ERR_OTHER;
@@ -225,10 +225,7 @@ std::string io_cause(int rc) {
 }
 }  // namespace
 
-NpyOutput::~NpyOutput() {
-  if (!committed_ && written_) ::unlink(tmp_.c_str());  // every rank: the same path, harmless twice
-  unguard_pending();
-}
+NpyOutput::~NpyOutput() = default;  // the temporary removes itself unless committed
 
 template <class T>
 void NpyOutput::write(const DistMatrix<T>& M) {
@@ -239,10 +236,22 @@ void NpyOutput::write(const DistMatrix<T>& M) {
       for (index_t j = c.global; j < c.global + c.length; ++j)
         for (const Run& r : M.piece.row_runs) seg.push_back({j * M.rows + r.global, r.length});
   FileView view(mpi_type<T>(), seg);
-  guard_pending(tmp_);
-  written_ = true;
+  // Every rank removes it on a signal (unlinking twice is harmless); MPI-IO opens its short
+  // name in the output's directory.
+  tmp_->arm();
+  InDirectory in(tmp_->dir());
+  if (comm_.any(!in.ok()))
+    throw OutputError(path_ + ": cannot enter its directory '" + dir_name(path_) + "' to write it");
   MpiFile f;
-  int rc = MPI_File_open(comm_.get(), tmp_.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f.fh);
+  int rc;
+  {
+    HoldEndingSignals hold;
+    rc = MPI_File_open(comm_.get(), tmp_->name().c_str(), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
+                       MPI_INFO_NULL, &f.fh);
+  }
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  if (comm_.any(cls == MPI_ERR_FILE_EXISTS)) tmp_->forget();  // MPI_MODE_EXCL: not ours to remove
   std::string err = comm_.first_error(rc == MPI_SUCCESS ? "" : path_ + ": cannot create the output: " + io_cause(rc));
   if (!err.empty()) throw OutputError(err);
   // Every write's count is checked, then the file is closed, synced and its size compared
@@ -272,7 +281,7 @@ void NpyOutput::write(const DistMatrix<T>& M) {
   if (comm_.rank() == 0 && mine.empty()) {
     // The kernel may report a full disk only at fsync, and the size must be what was promised.
     const double expect = double(header.size()) + double(M.rows) * double(M.cols) * sizeof(T);
-    int fd = ::open(tmp_.c_str(), O_RDONLY);
+    int fd = ::openat(tmp_->dir(), tmp_->name().c_str(), O_RDONLY | O_CLOEXEC);
     struct stat fs;
     if (fd < 0) mine = std::string("cannot reopen the written file: ") + std::strerror(errno);
     else if (::fsync(fd) != 0) mine = std::strerror(errno);
@@ -297,16 +306,7 @@ DISTMM_FOR_EACH_TYPE(DISTMM_NPY_IO)
 #undef DISTMM_NPY_IO
 
 void NpyOutput::commit() {
-  std::string error;
-  if (comm_.rank() == 0) {
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      error = path_ + ": could not move the finished output into place: " + std::strerror(errno);
-    int dfd = ::open(dir_name(path_).c_str(), O_RDONLY);
-    if (dfd >= 0) fsync(dfd), ::close(dfd);
-  }
-  committed_ = error.empty();
-  comm_.agree(error);
-  unguard_pending();
+  comm_.agree(comm_.rank() == 0 ? tmp_->commit() : "", true);
 }
 
 }  // namespace distmm

@@ -2,12 +2,15 @@
 // its own piece through a file view (collective I/O); no rank ever holds a whole matrix.
 // Problems with a file end on every rank alike as one UsageError naming the file and the fix.
 #pragma once
+#include <memory>
 #include <string>
 
 #include "../src/core/npy.hpp"
 #include "distribution.hpp"
 
 namespace distmm {
+
+class TemporaryFile;
 
 struct NpyInfo {
   std::string path;
@@ -28,21 +31,22 @@ template <class T>
 void npy_read_piece(const NpyInfo& info, Op op, DistMatrix<T>& M, const Comm& comm);
 
 // An output written under a temporary name in the target directory, made visible by rename
-// only by commit(); destroyed uncommitted (an error, a failed verification), it leaves nothing.
+// only by commit(); destroyed uncommitted (an error, a failed verification, a signal), it leaves
+// nothing. Only a regular file (or nothing) at the path is replaced: anything else is refused.
 class NpyOutput {
  public:
-  NpyOutput(std::string path, const Comm& comm);  // checks the directory is writable
+  NpyOutput(std::string path, const Comm& comm);  // checks the path and its directory
   NpyOutput(const NpyOutput&) = delete;
   NpyOutput& operator=(const NpyOutput&) = delete;
   ~NpyOutput();
   template <class T>
   void write(const DistMatrix<T>& M);  // collective; Fortran order
-  void commit();                       // collective: fsync, rename, fsync the directory
+  void commit();                       // collective: rename, fsync the directory
 
  private:
-  std::string path_, tmp_;
+  std::string path_;
   const Comm& comm_;
-  bool written_ = false, committed_ = false;
+  std::unique_ptr<TemporaryFile> tmp_;
 };
 
 }  // namespace distmm

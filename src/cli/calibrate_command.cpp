@@ -21,6 +21,7 @@
 #include "../../mpi/run.hpp"
 #include "../../node/blas.hpp"
 #include "../../node/fused.hpp"
+#include "../core/files.hpp"
 #include "../core/matrix.hpp"
 #include "../core/timer.hpp"
 #include "commands.hpp"
@@ -34,6 +35,15 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   omp_set_num_threads(threads);
   blas_set_threads(threads);
   if (o.threads < 0) throw UsageError("--threads must be 1 or more (0 = automatic)");
+  // Where to save, checked before the measurement takes every rank's time.
+  std::string path;
+  PathProblem where;
+  if (rank == 0)
+    where = caught([&] {
+      path = o.file.empty() ? machine_model_path_for_writing() : o.file;
+      if (PathProblem p = output_problem(path, "machine file")) p.raise();
+    });
+  world.agree(where.message, where.unwritable);
 
   // F: every rank multiplies at once.
   const index_t n = 2048;
@@ -108,16 +118,9 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   m.bytes_per_s = median(bws);
   m.latency_s = median(lats);
   m.memory_bytes_per_s = median(mus);
-  const std::string path = o.file.empty() ? machine_model_path() : o.file;
-  std::string error;
-  if (rank == 0) {
-    try {
-      save_machine_model(m, path);
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-  }
-  world.agree(error);
+  PathProblem saved;
+  if (rank == 0) saved = caught([&] { save_machine_model(m, path); });
+  world.agree(saved.message, saved.unwritable);
   if (rank == 0)
     os << "distmm calibrate on " << P << " rank" << (P > 1 ? "s" : "") << " x " << threads
        << " threads\n  GEMM rate per rank   " << m.flops_per_s / 1e9 << " GFLOP/s (f64, 2048^3; median, slowest rank "

@@ -106,6 +106,7 @@ int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank
   if (!dt) throw UsageError("unknown --dtype '" + o.dtype + "': use " + dtype_names(", "));
   if (o.repeat < 1) throw UsageError("--repeat must be 1 or more");
   if (rank != 0) return 0;  // one process measures; other ranks would share its cores
+  if (PathProblem p = json_file_problem(o.json)) p.raise();  // before the measurements
   for (const auto& spec : o.engines) {  // bad names fail before any output
     std::string name;
     options_for(spec, o, name);  // checks NAME:LEVELS

@@ -1,6 +1,5 @@
 #include "run_command.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -314,35 +313,30 @@ RunSpec to_spec(const RunCommandOptions& o) {
 
 namespace {
 // The --json file is checked before the work starts, not after it: rank 0 writes it.
-std::string json_problem(const std::string& path) {
-  if (path.empty()) return "";
-  const auto slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return "--json " + path + " is a directory: give a file name";
-    if (access(path.c_str(), W_OK) != 0) return "--json " + path + " is not writable: choose a writable path";
-    return "";
-  }
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return "--json " + path + ": directory '" + dir + "' does not exist: create it or choose another path";
-  if (access(dir.c_str(), W_OK) != 0)
-    return "--json " + path + ": directory '" + dir + "' is not writable: choose another path";
-  return "";
+void check_json(const std::string& path, const Comm& world) {
+  const PathProblem problem = world.rank() == 0 ? json_file_problem(path) : PathProblem{};
+  world.agree(problem.message, problem.unwritable);
+}
+
+// The JSON line to standard output for "-", else appended to the file.
+void write_json(const std::string& path, const RunReport& rec) {
+  if (path == "-") std::cout << to_json(rec).dump() << std::endl;
+  else if (!path.empty()) append_json_line(path, to_json(rec));
 }
 }  // namespace
 
 int run_command(const RunCommandOptions& o, int rank) {
   RunSpec spec = to_spec(o);
   Comm world = Comm::world();
-  world.agree(rank == 0 ? json_problem(o.json) : "");
+  check_json(o.json, world);
   Progress progress(rank == 0 && !o.quiet && isatty(2), to_string(spec.algo));
   spec.progress = [&progress](int done, int total) { progress(done, total); };
   spec.repetition_started = [&progress] { progress.restart(); };
   RunReport rec = run(world, spec);
   if (rank == 0) {
-    if (!o.quiet || !rec.passed) print_report(rec, std::cout);
-    if (!o.json.empty()) append_json_line(o.json, to_json(rec));
+    // (with --json -, standard output carries the JSON line alone)
+    if ((!o.quiet || !rec.passed) && o.json != "-") print_report(rec, std::cout);
+    write_json(o.json, rec);
     if (!rec.passed)
       std::cerr << "distmm: error: verification failed (residual " << rec.residual << " > "
                 << rec.tolerance << ")\n";
@@ -357,15 +351,11 @@ namespace distmm {
 int plan_command(const RunCommandOptions& o, int rank) {
   RunSpec spec = to_spec(o);
   Comm world = Comm::world();
-  if (o.json != "-") world.agree(rank == 0 ? json_problem(o.json) : "");
+  check_json(o.json, world);
   RunReport rec = plan(world, spec);
   if (rank == 0) {
-    if (o.json == "-") {
-      std::cout << to_json(rec).dump() << std::endl;
-    } else {
-      if (!o.quiet) print_plan(rec, std::cout);
-      if (!o.json.empty()) append_json_line(o.json, to_json(rec));
-    }
+    if (!o.quiet && o.json != "-") print_plan(rec, std::cout);
+    write_json(o.json, rec);
   }
   return 0;
 }

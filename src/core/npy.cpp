@@ -118,19 +118,22 @@ NpyHeader parse_npy_header(const std::uint8_t* b, std::size_t n) {
   NpyHeader h;
   h.major = b[6];
   h.minor = b[7];
+  if ((h.major != 1 && h.major != 2 && h.major != 3) || h.minor != 0)
+    throw NpyError("is .npy format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
+                   ": distmm reads versions 1.0, 2.0 and 3.0 (numpy.save writes these)");
   std::size_t len = 0, start = 0;
   if (h.major == 1) {
     len = b[8] | (std::size_t(b[9]) << 8);
     start = 10;
-  } else if (h.major == 2 || h.major == 3) {
+  } else {
     if (n < 12) throw NpyError("header truncated");
     len = b[8] | (std::size_t(b[9]) << 8) | (std::size_t(b[10]) << 16) | (std::size_t(b[11]) << 24);
     start = 12;
-  } else {
-    throw NpyError("unsupported .npy format version " + std::to_string(h.major) + "." +
-                   std::to_string(h.minor) + " (1.0, 2.0 and 3.0 are read)");
   }
-  if (len > (std::size_t(1) << 24)) throw NpyError("header length " + std::to_string(len) + " is implausible");
+  if (len > kNpyHeaderMax)
+    throw NpyError("has a header of " + std::to_string(len) + " bytes, over the " +
+                   std::to_string(kNpyHeaderMax >> 20) + " MiB distmm reads (numpy.save writes a few hundred): "
+                   "save the array again with numpy.save");
   if (start + len > n) throw NpyError("header truncated: the file ends inside its header");
   Literal lit(reinterpret_cast<const char*>(b + start), len);
   auto d = lit.dict(h);

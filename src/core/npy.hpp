@@ -14,6 +14,9 @@
 
 namespace distmm {
 
+// The longest header read (numpy writes a few hundred bytes; versions 2.0 and 3.0 allow 4 GiB).
+inline constexpr std::size_t kNpyHeaderMax = std::size_t(1) << 20;
+
 struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
