@@ -4,16 +4,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../src/core/settings.hpp"
 #include "gpu_engines.hpp"
 #include "tuning.hpp"
 
 namespace distmm {
 
-std::string tuning_file_path() {
-  if (const char* p = std::getenv("DISTMM_TUNING_FILE")) return p;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/distmm/tuning.json";
-}
+std::string tuning_file_path() { return tuning_file_setting(); }
 
 namespace {
 nlohmann::json load(const std::string& path) {

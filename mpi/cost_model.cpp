@@ -8,13 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../src/core/settings.hpp"
+
 namespace distmm {
 
-std::string machine_model_path() {
-  if (const char* p = std::getenv("DISTMM_MACHINE_FILE")) return p;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/distmm/machine.json";
-}
+std::string machine_model_path() { return machine_file_setting(); }
 
 MachineModel machine_model(const Comm& comm) {
   // Read on every call (a small file) by rank 0 of *this* communicator: a cache keyed to the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../core/json.hpp"
+#include "../core/settings.hpp"
 #include "../core/system.hpp"
 #include "../core/timer.hpp"
 #include "report.hpp"
@@ -371,8 +372,7 @@ int plan_command(const RunCommandOptions& o, int rank) {
 }
 
 int plan_on_ranks(int argc, char** argv, int ranks) {
-  const char* launcher = std::getenv("DISTMM_MPIRUN");
-  std::string mpirun = launcher ? launcher : "mpirun";
+  const std::string mpirun = settings().mpirun;
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) throw UsageError("plan --ranks: cannot find this program's path: run it under mpirun -n P instead");
