@@ -1,18 +1,37 @@
 // The distmm command line: `distmm run`, `info`, `accuracy`, `engine-bench`, `tune`,
 // `gpu-bench`. Runs alone as one process (single-node development mode) or under mpirun/srun;
-// every rank parses the same arguments, so bad input is detected on all ranks alike and all
-// leave with exit code 2. The CLI is a client of the library (<distmm/distmm.hpp>).
+// every rank parses its arguments and the ranks compare what they parsed first (an MPMD launch
+// may give them different ones), so bad input is detected on all ranks alike and all leave with
+// exit code 2. The CLI is a client of the library (<distmm/distmm.hpp>).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
+#include <sstream>
 
 #include "../../cuda/gpu_engines.hpp"
+#include "../core/settings.hpp"
 #include "commands.hpp"
 #include "run_command.hpp"
 
 namespace {
+
+// An option given an empty value ("--transa=", "--json ''"): CLI11 would read a flag's as its
+// default (--transa= as T) and an empty path as none given. Refused instead.
+std::string empty_value_error(int argc, char** argv, const CLI::App& app) {
+  for (int a = 1; a < argc; ++a) {
+    const std::string s = argv[a];
+    if (s == "--") break;
+    if (s.size() > 3 && s.rfind("--", 0) == 0 && s.back() == '=')
+      return s + " has an empty value: give one after '=' or drop the option";
+  }
+  for (const CLI::App* sub : app.get_subcommands())
+    for (const CLI::Option* o : sub->get_options())
+      for (const std::string& r : o->results())
+        if (r.empty()) return o->get_name() + " '' has an empty value: give one or drop the option";
+  return "";
+}
 
 int dispatch(int argc, char** argv, int rank) {
   CLI::App app{"distmm: dense matrix multiplication across MPI ranks (Cannon, SUMMA, DNS, CAPS)"};
@@ -26,7 +45,8 @@ int dispatch(int argc, char** argv, int rank) {
   int plan_ranks = 0;
   CLI::App* plan = app.add_subcommand("plan", "What run would do with these options (algorithm, decomposition, words, memory, bounds), computing nothing");
   distmm::add_run_options(*plan, po);
-  plan->add_option("--ranks", plan_ranks, "Plan for this many ranks (default: the ranks of mpirun)");
+  plan->add_option("--ranks", plan_ranks,
+                   "Plan for this many ranks, started here under mpirun (default: the ranks of mpirun)");
   distmm::CalibrateOptions co;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "Measure this machine's GEMM rate per rank, bandwidth and latency for the cost model of --algo auto");
@@ -87,28 +107,54 @@ int dispatch(int argc, char** argv, int rank) {
   xb->add_option("--repeat", xo.repeat, "Timed repetitions")->capture_default_str();
   xb->add_option("--json", xo.json, "Append one JSON line per row");
 
+  // Errors wait until the ranks have compared what they parsed: a rank that left alone would
+  // leave the others in a collective.
+  std::string parse_error, help;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help
-      if (rank == 0) app.exit(e);
-      return 0;
+      std::ostringstream out;
+      app.exit(e, out, out);
+      help = out.str();
+    } else {
+      parse_error = std::string(e.what()) + ": see 'distmm " + (run->parsed() ? "run " : "") + "--help'";
     }
-    throw distmm::UsageError(std::string(e.what()) + ": see 'distmm " +
-                             (run->parsed() ? "run " : "") + "--help'");
   }
+  if (parse_error.empty()) parse_error = empty_value_error(argc, argv, app);
+  distmm::LaunchFields fields;
+  if (parse_error.empty() && help.empty()) {
+    fields = distmm::launch_fields(app, {"--a", "--b", "--c"});
+  } else {
+    std::string raw;
+    for (int a = 1; a < argc; ++a) raw += std::string(a > 1 ? " " : "") + argv[a];
+    fields = {{"command", raw + (help.empty() ? " (not parsed)" : " (help)")}};
+  }
+  distmm::agree_on_launch(fields);
+  if (!help.empty()) {
+    if (rank == 0) std::cout << help << std::flush;
+    return 0;
+  }
+  if (!parse_error.empty()) throw distmm::UsageError(parse_error);
+  distmm::settings();  // every DISTMM_* setting checked before any work
 
   if (run->parsed()) return distmm::run_command(ro, rank);
   if (plan->parsed()) {
     int P = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    if (plan_ranks < 0 || plan_ranks > 1000000)
-      throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " is out of range: use 1 to 1000000");
-    if (plan_ranks > 0 && plan_ranks != P) {
-      if (P > 1)
-        throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " but mpirun started " +
-                                 std::to_string(P) + " ranks: drop --ranks or match it");
-      return distmm::plan_on_ranks(argc, argv, plan_ranks);  // relaunches under mpirun
+    if (plan->count("--ranks")) {
+      // plan --ranks P starts P processes here: refused before one starts when they cannot.
+      std::string why;
+      const int most = distmm::plan_rank_limit(why);
+      if (plan_ranks < 1 || plan_ranks > most)
+        throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " is out of range: use 1 to " +
+                                 std::to_string(most) + " (" + why + ")");
+      if (plan_ranks != P) {
+        if (P > 1)
+          throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " but mpirun started " +
+                                   std::to_string(P) + " ranks: drop --ranks or match it");
+        return distmm::plan_on_ranks(argc, argv, plan_ranks);  // relaunches under mpirun
+      }
     }
     return distmm::plan_command(po, rank);
   }
