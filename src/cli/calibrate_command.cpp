@@ -33,7 +33,6 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   const int threads = o.threads > 0 ? o.threads : default_threads();
   omp_set_num_threads(threads);
   blas_set_threads(threads);
-  if (o.threads < 0) throw UsageError("--threads must be 1 or more (0 = automatic)");
 
   // F: every rank multiplies at once.
   const index_t n = 2048;

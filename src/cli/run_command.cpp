@@ -46,33 +46,41 @@ class Progress {
   Stopwatch clock_;
 };
 
+// A signed decimal number at the start of `s` ("-2.5e3", "+1", "nan", "inf"): its length, 0
+// where there is none. Unlike stod it takes no blanks or hex; out_of_range beyond a double's
+// normal numbers.
+std::size_t decimal_prefix(std::string_view s, double& v) {
+  const std::size_t sign = !s.empty() && s[0] == '+' ? 1 : 0;  // from_chars takes '-' only
+  if (sign && s.size() > 1 && s[1] == '-') return 0;             // no "+-1"
+  const auto r = std::from_chars(s.data() + sign, s.data() + s.size(), v);
+  if (r.ec == std::errc::result_out_of_range) throw std::out_of_range("scalar");
+  return r.ec == std::errc() ? static_cast<std::size_t>(r.ptr - s.data()) : 0;
+}
+
 // "1.5", "-2", "1+2j", "0.5-1i", "3j" -> a complex scalar.
 std::complex<double> parse_scalar(const std::string& text, const char* flag) {
   const std::string bad = std::string(flag) + " '" + text +
                           "' is not a number: give e.g. 1.5, or 1+2j for a complex scalar";
   if (text.empty()) throw UsageError(bad);
-  std::size_t used = 0;
   double re = 0, im = 0;
   try {
     const bool imag_only = text.back() == 'j' || text.back() == 'i';
-    std::string body = imag_only ? text.substr(0, text.size() - 1) : text;
+    const std::string_view body(text.data(), text.size() - (imag_only ? 1 : 0));
     // a real part, then optionally a signed imaginary part ending in j or i
-    double first = std::stod(body, &used);
+    double first = 0;
+    const std::size_t used = decimal_prefix(body, first);
+    if (used == 0) throw UsageError(bad);
     if (used == body.size()) {
       (imag_only ? im : re) = first;
     } else {
       if (!imag_only || (body[used] != '+' && body[used] != '-')) throw UsageError(bad);
       re = first;
-      std::size_t used2 = 0;
-      im = std::stod(body.substr(used), &used2);
-      if (used + used2 != body.size()) throw UsageError(bad);
+      if (used + decimal_prefix(body.substr(used), im) != body.size()) throw UsageError(bad);
     }
   } catch (const std::out_of_range&) {  // overflows a double, or underflows its normal numbers
     throw UsageError(std::string(flag) + " '" + text +
                      "' is out of range: give parts of magnitude 2.2250738585072014e-308 to 1.7976931348623157e+308, "
                      "or 0");
-  } catch (const std::logic_error&) {
-    throw UsageError(bad);
   }
   if (!std::isfinite(re) || !std::isfinite(im))
     throw UsageError(std::string(flag) + " " + text + " is not finite: give a finite number");
