@@ -74,13 +74,17 @@ namespace {
 // R:F, rank R >= 0 and factor F > 0.
 Skew skew(const char* name, std::string_view text) {
   const auto colon = text.find(':');
-  if (colon == std::string_view::npos)
+  try {
+    if (colon == std::string_view::npos) throw SettingError("no colon");
+    Skew s;
+    s.rank = static_cast<int>(setting::integer(name, text.substr(0, colon), 0, 1 << 30));
+    s.factor = setting::number(name, text.substr(colon + 1), 1e-6, 1e6);
+    return s;
+  } catch (const SettingError&) {  // named with the whole value, not the part
     throw SettingError(std::string(name) + "='" + std::string(text) +
-                       "' is not valid: use RANK:FACTOR, e.g. 3:50, or unset it");
-  Skew s;
-  s.rank = static_cast<int>(setting::integer(name, text.substr(0, colon), 0, 1 << 30));
-  s.factor = setting::number(name, text.substr(colon + 1), 1e-6, 1e6);
-  return s;
+                       "' is not valid: use RANK:FACTOR (a rank from 0, a factor from 1e-06 to 1e+06), e.g. 3:50, "
+                       "or unset it");
+  }
 }
 
 }  // namespace
