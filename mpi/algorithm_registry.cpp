@@ -30,22 +30,24 @@ constexpr Entry kAlgorithms[] = {
 // element) 7 D steps took 4 s and 8 took 20 s (3.5 us a leaf): 10 would take about 17 minutes.
 constexpr int kMostCapsSteps = 8;
 
-// An explicit CAPS step sequence that the shape can use: each step halves m, n and k (padded to
-// multiples of 2^steps), so that a step below one element per dimension splits only padding.
-// Refused with the reason and the most steps allowed; the memory is checked with the plan.
+// An explicit CAPS step sequence that the shape can use: each step halves m, n and k (padded
+// with zeros to multiples of 2^steps), and once every dimension is down to one element a further
+// step splits only padding: 7 times the work for nothing. (Steps below one element in some
+// dimensions but not all are useful: 600 x 3 x 1 with one step halves m.) Refused with the
+// reason and the most steps allowed; the memory is checked with the plan.
 void check_caps_steps(GemmShape s, const CapsSteps& steps) {
-  const index_t smallest = std::min({s.m, s.n, s.k});
-  int halvings = 0;  // floor(log2(smallest)): the steps that leave every dimension >= 1
-  while ((smallest >> (halvings + 1)) >= 1) ++halvings;
-  const int most = std::min(halvings, kMostCapsSteps);
+  const index_t largest = std::max({s.m, s.n, s.k});
+  int useful = 0;  // ceil(log2(largest)): the steps after which some block is still wider than 1
+  while ((index_t(1) << useful) < largest) ++useful;
+  const int most = std::min(useful, kMostCapsSteps);
   const int given = static_cast<int>(steps.size());
   if (given <= most) return;
   const std::string head = "--caps-steps '" + to_string(steps) + "' has " + std::to_string(given) + " steps, ";
   const std::string fix = ": use at most " + std::to_string(most) + " (or --caps-steps auto)";
-  if (halvings < kMostCapsSteps)
-    throw UsageError(head + "but each halves m, n and k and the smallest of " + std::to_string(s.m) + " x " +
-                     std::to_string(s.n) + " x " + std::to_string(s.k) + " is below one element after " +
-                     std::to_string(halvings + 1) + fix);
+  if (useful < kMostCapsSteps)
+    throw UsageError(head + "but each halves m, n and k, and after " + std::to_string(useful) + " every block of " +
+                     std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+                     " is one element: a further step splits only zero padding" + fix);
   throw UsageError(head + "and each multiplies the leaf products by 7: more than 7^" + std::to_string(kMostCapsSteps) +
                    " of them would not finish in reasonable time" + fix);
 }

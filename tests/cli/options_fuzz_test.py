@@ -135,12 +135,12 @@ with tempfile.TemporaryDirectory() as d:
         ("--beta 0 with files, no --c", files + ["--beta", "0"], "--beta applies only with --c C0.npy"),
         ("--c without --beta", files + ["--c", "C0.npy"], "is used only with --beta"),
         ("--caps-steps DDDDDDDDDD at 40^3 (hours)", ["--size", "40", "--algo", "caps", "--caps-steps", "D" * 10],
-         "use at most 5"),
+         "use at most 6"),
         ("--caps-steps of 9 at 1024^3 (7^9 leaves)",
          ["--size", "1024", "--algo", "caps", "--caps-steps", "D" * 9, "--verify", "none"], "use at most 8"),
-        ("--caps-steps DDDXX at 16^3", ["--size", "16", "--algo", "caps", "--caps-steps", "DDDXX"], "use at most 4"),
-        ("--caps-steps by the smallest dimension", ["--m", "256", "--n", "256", "--k", "3", "--algo", "caps",
-                                                    "--caps-steps", "DD"], "use at most 1"),
+        ("--caps-steps DDDDXX at 16^3", ["--size", "16", "--algo", "caps", "--caps-steps", "DDDDXX"], "use at most 4"),
+        ("--caps-steps by the largest dimension", ["--m", "2", "--n", "2", "--k", "1", "--algo", "caps",
+                                                   "--caps-steps", "DD"], "use at most 1"),
         ("--size -3", ["--size", "-3"], "--m must be at least 1"),
         ("--m 3000000000", ["--m", "3000000000"], "exceeds 2^31-1"),
         ("--size 2000000000 (no memory)", ["--size", "2000000000", "--verify", "none"], "the operands alone need"),
@@ -181,6 +181,10 @@ with tempfile.TemporaryDirectory() as d:
     runs("f32 --alpha 1e30 --beta 2e-38 (normal numbers)",
          ["--size", "8", "--dtype", "f32", "--alpha", "1e30", "--beta", "2e-38"], d)
     runs("--caps-steps of 6 at 64^3", ["--size", "64", "--algo", "caps", "--caps-steps", "D" * 6], d)
+    runs("--caps-steps DDD at 1 x 5 x 3 (padded to 8)", ["--m", "1", "--n", "5", "--k", "3", "--algo", "caps",
+                                                         "--caps-steps", "DDD"], d)
+    runs("--caps-steps DD at 256 x 256 x 3 (k padded)", ["--m", "256", "--n", "256", "--k", "3", "--algo", "caps",
+                                                        "--caps-steps", "DD"], d)
     runs("DISTMM_MEM_LIMIT=4G and DISTMM_CAPS_BALANCE=0", ["--size", "8"], d,
          env={"DISTMM_MEM_LIMIT": "4G", "DISTMM_CAPS_BALANCE": "0"})
     runs("plan --ranks 2", ["--ranks", "2", "--size", "64"], d, command="plan")
