@@ -16,7 +16,7 @@ namespace {
 // ld.so.cache), the CUDA toolkit, then Python wheels (nvidia-nccl-cu*), newest Python first.
 std::vector<std::string> candidates() {
   std::vector<std::string> v;
-  if (!settings().nccl.empty()) v.push_back(settings().nccl);
+  if (const std::string explicit_path = settings().nccl; !explicit_path.empty()) v.push_back(explicit_path);
   v.push_back("libnccl.so.2");
   for (const char* dir : {"/usr/local/cuda/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"})
     v.push_back(std::string(dir) + "/libnccl.so.2");

@@ -1009,8 +1009,8 @@ class Caps final : public AlgorithmBase<Caps> {
     int skew_rank = -1;
     double skew = 1;
     explicit BalanceSettings(const Comm& world) {
-      on = settings().caps_balance;
-      skew_rank = settings().caps_skew.rank, skew = settings().caps_skew.factor;
+      const Settings s = settings();
+      on = s.caps_balance, skew_rank = s.caps_skew.rank, skew = s.caps_skew.factor;
       int mine = on ? 1 : 0, all = 1;
       MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world.get());
       on = all == 1;

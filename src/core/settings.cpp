@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <mutex>
 
 #include "../../mpi/algorithm.hpp"
 #include "../../node/engine.hpp"
@@ -47,7 +49,10 @@ double number(const char* name, std::string_view text, double lo, double hi) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < lo ||
       v > hi) {
     char range[96];
-    std::snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+    if (hi == std::numeric_limits<double>::max())
+      std::snprintf(range, sizeof range, "a finite number from %g", lo);
+    else
+      std::snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
     refuse(name, text, range);
   }
   return v;
@@ -117,7 +122,7 @@ Settings read_settings(const std::function<const char*(const char*)>& lookup) {
   });
   with("DISTMM_PANEL", [&](const char* n, std::string_view v) { s.panel = setting::integer(n, v, 0, INT32_MAX); });
   with("DISTMM_THREADS", [&](const char* n, std::string_view v) { s.threads = int(setting::integer(n, v, 1, 4096)); });
-  with("DISTMM_SCALAPACK_MIN", [&](const char* n, std::string_view v) { s.scalapack_min = setting::number(n, v, 0, 1e300); });
+  with("DISTMM_SCALAPACK_MIN", [&](const char* n, std::string_view v) { s.scalapack_min = setting::number(n, v, 0, std::numeric_limits<double>::max()); });
   with("DISTMM_VERBOSE", [&](const char* n, std::string_view v) { s.verbose = int(setting::integer(n, v, 0, 3)); });
   with("DISTMM_SCALAPACK_STATS", [&](const char*, std::string_view v) { s.scalapack_stats = v; });
   with("DISTMM_MEM_LIMIT", [&](const char* n, std::string_view v) { s.mem_limit = setting::bytes(n, v); });
@@ -137,10 +142,22 @@ Settings read_settings(const std::function<const char*(const char*)>& lookup) {
   return s;
 }
 
-const Settings& settings() {
-  // A static whose initialisation threw is initialised again at the next call: the error repeats.
-  static const Settings cached = read_settings([](const char* n) { return std::getenv(n); });
-  return cached;
+Settings settings() {
+  // Parsed again only when a variable changed since the last call: a program (or a test) may set
+  // one between runs, as it could when each place read its own.
+  static std::mutex guard;
+  static std::vector<std::optional<std::string>> seen;
+  static std::optional<Settings> parsed;
+  std::vector<std::optional<std::string>> now;
+  for (const std::string& name : setting_names())
+    if (const char* v = std::getenv(name.c_str())) now.emplace_back(v);
+    else now.emplace_back();
+  const std::lock_guard<std::mutex> lock(guard);
+  if (!parsed || now != seen) {
+    parsed = read_settings([](const char* n) { return std::getenv(n); });  // throws: nothing kept
+    seen = std::move(now);
+  }
+  return *parsed;
 }
 
 std::optional<std::string> home_directory() {

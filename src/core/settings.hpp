@@ -1,9 +1,9 @@
 // Every DISTMM_* environment variable, read in this one place: parsed strictly into typed values
-// (sizes with units, integers and numbers within ranges, 0/1 switches, names from a list) and
-// cached. A malformed value is a SettingError naming the variable, the value and what is
-// accepted, never a silent default: "4G" read as 4 bytes, or "abc" as 0, once cost a 9x slower
-// drop-in (issue 44). The default file paths that depend on HOME are plain functions here, so
-// that the checks on those files can wrap them.
+// (sizes with units, integers and numbers within ranges, 0/1 switches, names from a list). A
+// malformed value is a SettingError naming the variable, the value and what is accepted, never a
+// silent default: "4G" read as 4 bytes, or "abc" as 0, once cost a 9x slower drop-in (issue 44).
+// The default file paths that depend on HOME are plain functions here, so that the checks on
+// those files can wrap them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -68,9 +68,9 @@ struct Settings {
 
 // Every setting from `lookup` (null: unset), checked: the first malformed one throws.
 Settings read_settings(const std::function<const char*(const char*)>& lookup);
-// The process's settings, read from the environment on first use (after a SettingError, every
-// later call reads them again and throws it again).
-const Settings& settings();
+// The process's settings from the environment as it is now: parsed at the first call and again
+// whenever a DISTMM_* variable has changed (a malformed one throws at every call until fixed).
+Settings settings();
 
 // The variables read by settings() and by the path functions below (the ranks of a CLI run
 // compare them: src/cli/launch_agreement.cpp).

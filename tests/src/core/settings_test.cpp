@@ -2,6 +2,7 @@
 // value and what is accepted named.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 
 #include "src/core/settings.hpp"
@@ -62,8 +63,11 @@ TEST(Settings, IntegersWithinRanges) {
 }
 
 TEST(Settings, NumbersAreFiniteAndInRange) {
-  EXPECT_EQ(setting::number("DISTMM_SCALAPACK_MIN", "0", 0, 1e300), 0.0);
-  EXPECT_EQ(setting::number("DISTMM_SCALAPACK_MIN", "1.5e8", 0, 1e300), 1.5e8);
+  EXPECT_EQ(setting::number("DISTMM_KSPLIT_SKEW", "0.5", 0, 1), 0.5);
+  EXPECT_NE(error_of([] { setting::number("DISTMM_X", "2", 0, 1); }).find("a number from 0 to 1"), std::string::npos);
+  EXPECT_EQ(from({{"DISTMM_SCALAPACK_MIN", "1.5e8"}}).scalapack_min, 1.5e8);
+  EXPECT_NE(error_of([] { from({{"DISTMM_SCALAPACK_MIN", "x"}}); }).find("use a finite number from 0, or unset"),
+            std::string::npos);
   EXPECT_EQ(from({{"DISTMM_SCALAPACK_MIN", "134217728"}}).scalapack_min, 134217728.0);
   for (const char* bad : {"abc", "", "-1", "inf", "nan", "1e400", "1,5", "2^27"})
     EXPECT_NE(error_of([&] { from({{"DISTMM_SCALAPACK_MIN", bad}}); }).find("DISTMM_SCALAPACK_MIN='" + std::string(bad)),
@@ -130,4 +134,17 @@ TEST(Settings, EveryNamedVariableIsRead) {
     const std::string e = error_of([&] { from({{name, "garbage!"}}); });
     EXPECT_NE(e.find(name + "='garbage!' is not valid"), std::string::npos) << name << ": " << e;
   }
+}
+
+TEST(Settings, ReadAgainWhenTheEnvironmentChanges) {
+  // Programs (and the CAPS tests) set a variable between runs: the next read sees it.
+  ::setenv("DISTMM_CAPS_BALANCE", "0", 1);
+  EXPECT_FALSE(settings().caps_balance);
+  ::setenv("DISTMM_CAPS_BALANCE", "1", 1);
+  EXPECT_TRUE(settings().caps_balance);
+  ::setenv("DISTMM_CAPS_BALANCE", "x", 1);
+  EXPECT_THROW(settings(), SettingError);
+  EXPECT_THROW(settings(), SettingError);  // again, until fixed
+  ::unsetenv("DISTMM_CAPS_BALANCE");
+  EXPECT_TRUE(settings().caps_balance);
 }
