@@ -156,19 +156,17 @@ int dispatch(int argc, char** argv, int rank) {
   if (plan->parsed()) {
     int P = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    if (plan->count("--ranks")) {
+    if (plan->count("--ranks") && plan_ranks != P) {
+      if (P > 1 && plan_ranks >= 1)
+        throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " but mpirun started " +
+                                 std::to_string(P) + " ranks: drop --ranks or match it");
       // plan --ranks P starts P processes here: refused before one starts when they cannot.
       std::string why;
       const int most = distmm::plan_rank_limit(why);
       if (plan_ranks < 1 || plan_ranks > most)
         throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " is out of range: use 1 to " +
                                  std::to_string(most) + " (" + why + ")");
-      if (plan_ranks != P) {
-        if (P > 1)
-          throw distmm::UsageError("--ranks " + std::to_string(plan_ranks) + " but mpirun started " +
-                                   std::to_string(P) + " ranks: drop --ranks or match it");
-        return distmm::plan_on_ranks(argc, argv, plan_ranks);  // relaunches under mpirun
-      }
+      return distmm::plan_on_ranks(argc, argv, plan_ranks);  // relaunches under mpirun
     }
     return distmm::plan_command(po, rank);
   }
