@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../src/core/settings.hpp"
 #include "lt_gemm.cuh"
 #include "ozaki_arith.hpp"
 
@@ -329,7 +330,7 @@ struct Int8Plan {
 
 // DISTMM_EMULATION_PROFILE=1: per call, the time of each pass on stderr (events on the stream).
 struct PhaseClock {
-  bool on = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
+  bool on = settings().emulation_profile;
   std::vector<std::pair<const char*, cudaEvent_t>> marks;
   void mark(const char* what, cudaStream_t s) {
     if (!on) return;
@@ -410,7 +411,7 @@ struct Int8Emulation::Impl {
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
     int best = 0;
     if (found > 1 && double(rows) * cols * Kp >= 0x1p30) {  // small products: not worth timing
-      const bool show = std::getenv("DISTMM_EMULATION_PROFILE") != nullptr;
+      const bool show = settings().emulation_profile;
       double best_ms = 0;
       const int one = 1, zero = 0;
       for (int c = 0; c < found; ++c) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../src/core/settings.hpp"
 #include "device_info.hpp"
 
 namespace distmm {
@@ -15,14 +16,14 @@ namespace {
 // ld.so.cache), the CUDA toolkit, then Python wheels (nvidia-nccl-cu*), newest Python first.
 std::vector<std::string> candidates() {
   std::vector<std::string> v;
-  if (const char* p = std::getenv("DISTMM_NCCL"); p && *p) v.push_back(p);
+  if (const std::string explicit_path = settings().nccl; !explicit_path.empty()) v.push_back(explicit_path);
   v.push_back("libnccl.so.2");
   for (const char* dir : {"/usr/local/cuda/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"})
     v.push_back(std::string(dir) + "/libnccl.so.2");
   std::vector<std::string> patterns = {"/usr/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so.2",
                                        "/usr/local/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so.2",
                                        "/opt/*/lib/python3*/*-packages/nvidia/nccl/lib/libnccl.so.2"};
-  if (const char* home = std::getenv("HOME"))
+  if (const char* home = environment("HOME"))
     patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2");
   for (const std::string& pat : patterns) {
     glob_t g{};

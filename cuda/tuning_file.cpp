@@ -3,17 +3,18 @@
 #include <nlohmann/json.hpp>
 
 #include "../src/core/files.hpp"
+#include "../src/core/settings.hpp"
 #include "gpu_engines.hpp"
 #include "tuning.hpp"
 
 namespace distmm {
 
 std::string tuning_file_path() {
-  return user_file_path(std::getenv("DISTMM_TUNING_FILE"), std::getenv("HOME"), "tuning.json");
+  return user_file_path(environment("DISTMM_TUNING_FILE"), environment("HOME"), "tuning.json");
 }
 
 std::string tuning_file_path_for_writing() {
-  return user_file_path_for_writing(std::getenv("DISTMM_TUNING_FILE"), std::getenv("HOME"), "tuning.json",
+  return user_file_path_for_writing(environment("DISTMM_TUNING_FILE"), environment("HOME"), "tuning.json",
                                     "set DISTMM_TUNING_FILE, or give tune --file");
 }
 

@@ -25,6 +25,33 @@ constexpr Entry kAlgorithms[] = {
     {Algorithm::cuboid, "cuboid", make_cuboid},
 };
 
+// The most CAPS steps of a sequence given by the user (--caps-steps): each step, B, D or X,
+// multiplies the leaf products by 7. On one core (2-core CI machine, 1 rank, leaves of one
+// element) 7 D steps took 4 s and 8 took 20 s (3.5 us a leaf): 10 would take about 17 minutes.
+constexpr int kMostCapsSteps = 8;
+
+// An explicit CAPS step sequence that the shape can use: each step halves m, n and k (padded
+// with zeros to multiples of 2^steps), and once every dimension is down to one element a further
+// step splits only padding: 7 times the work for nothing. (Steps below one element in some
+// dimensions but not all are useful: 600 x 3 x 1 with one step halves m.) Refused with the
+// reason and the most steps allowed; the memory is checked with the plan.
+void check_caps_steps(GemmShape s, const CapsSteps& steps) {
+  const index_t largest = std::max({s.m, s.n, s.k});
+  int useful = 0;  // ceil(log2(largest)): the steps after which some block is still wider than 1
+  while ((index_t(1) << useful) < largest) ++useful;
+  const int most = std::min(useful, kMostCapsSteps);
+  const int given = static_cast<int>(steps.size());
+  if (given <= most) return;
+  const std::string head = "--caps-steps '" + to_string(steps) + "' has " + std::to_string(given) + " steps, ";
+  const std::string fix = ": use at most " + std::to_string(most) + " (or --caps-steps auto)";
+  if (useful < kMostCapsSteps)
+    throw UsageError(head + "but each halves m, n and k, and after " + std::to_string(useful) + " every block of " +
+                     std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+                     " is one element: a further step splits only zero padding" + fix);
+  throw UsageError(head + "and each multiplies the leaf products by 7: more than 7^" + std::to_string(kMostCapsSteps) +
+                   " of them would not finish in reasonable time" + fix);
+}
+
 }  // namespace
 
 const char* to_string(Algorithm a) {
@@ -121,6 +148,7 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     chosen->set_selection(why);
     return chosen;
   }
+  if (algo == Algorithm::caps && opts.caps_steps) check_caps_steps(shape, *opts.caps_steps);
   for (const Entry& e : kAlgorithms)
     if (e.algo == algo) return e.make(world, shape, opts);
   throw UsageError("unknown algorithm");

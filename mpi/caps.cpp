@@ -40,6 +40,7 @@
 #include "overlap.hpp"
 #include "../node/fused.hpp"
 #include "../node/strassen_formulas.hpp"
+#include "../src/core/settings.hpp"
 #include "../src/core/system.hpp"
 
 namespace distmm {
@@ -1010,9 +1011,8 @@ class Caps final : public AlgorithmBase<Caps> {
     int skew_rank = -1;
     double skew = 1;
     explicit BalanceSettings(const Comm& world) {
-      if (const char* s = std::getenv("DISTMM_CAPS_BALANCE")) on = std::strcmp(s, "0") != 0;
-      if (const char* s = std::getenv("DISTMM_CAPS_SKEW"); s && std::strchr(s, ':'))
-        skew_rank = std::atoi(s), skew = std::atof(std::strchr(s, ':') + 1);
+      const Settings s = settings();
+      on = s.caps_balance, skew_rank = s.caps_skew.rank, skew = s.caps_skew.factor;
       int mine = on ? 1 : 0, all = 1;
       MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world.get());
       on = all == 1;

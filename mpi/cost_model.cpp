@@ -10,6 +10,8 @@
 
 #include "../src/core/files.hpp"
 
+#include "../src/core/settings.hpp"
+
 namespace distmm {
 
 namespace {
@@ -75,11 +77,11 @@ std::optional<MachineModel> read_machine_file(const std::string& path) {
 }  // namespace
 
 std::string machine_model_path() {
-  return user_file_path(std::getenv("DISTMM_MACHINE_FILE"), std::getenv("HOME"), "machine.json");
+  return user_file_path(environment("DISTMM_MACHINE_FILE"), environment("HOME"), "machine.json");
 }
 
 std::string machine_model_path_for_writing() {
-  return user_file_path_for_writing(std::getenv("DISTMM_MACHINE_FILE"), std::getenv("HOME"), "machine.json",
+  return user_file_path_for_writing(environment("DISTMM_MACHINE_FILE"), environment("HOME"), "machine.json",
                                     "set DISTMM_MACHINE_FILE, or give calibrate --file");
 }
 

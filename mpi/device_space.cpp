@@ -13,6 +13,7 @@
 #include "../cuda/device_random.hpp"
 #include "../cuda/gpu_engine_base.cuh"
 #include "../cuda/nccl_library.hpp"
+#include "../src/core/settings.hpp"
 #include "../src/core/system.hpp"
 #include "nccl_comm.hpp"
 
@@ -539,8 +540,7 @@ std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world
   // NCCL needs its library on every rank and one GPU per rank: ranks that share a GPU (more
   // ranks than GPUs) exchange through MPI instead.
   const bool shared = ranks_per_gpu > 1;
-  const char* env = std::getenv("DISTMM_DEVICE_COMM");
-  const bool forced_mpi = env && std::string(env) == "mpi";
+  const bool forced_mpi = settings().device_comm_mpi;
   int lib = nccl_library().found() ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &lib, 1, MPI_INT, MPI_MIN, world.get());
   std::string why;

@@ -29,11 +29,13 @@
 //                            per rank from the k-split's balancer (rates, predicted and actual)
 //   DISTMM_SCALAPACK_STATS   file: one JSON line per call (grid rank 0), with the phase times
 //                            (maximum over the ranks) of the calls distmm answers
-//   DISTMM_MEM_LIMIT         bytes per rank for the algorithms (default: the node's available
-//                            memory over the grid's ranks on the node)
+//   DISTMM_MEM_LIMIT         bytes per rank for the algorithms, e.g. 4G, 512M (default: the
+//                            node's available memory over the grid's ranks on the node)
 //   DISTMM_KSPLIT_BALANCE    0: the k-split keeps every piece where the layout puts it (default:
 //                            the slowest ranks' last pieces move to the fastest)
 //   DISTMM_KSPLIT_SKEW=R:F   tests: grid rank R reports F times its measured time to the balancer
+// Each is parsed strictly (src/core/settings.hpp): a malformed value ends the job at the first
+// call with one line naming it (drop_in_or_abort).
 #include <dlfcn.h>
 #include <mpi.h>
 #include <omp.h>
@@ -48,11 +50,13 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "../node/engine.hpp"
 #include "../src/core/json.hpp"
+#include "../src/core/settings.hpp"
 #include "../src/core/system.hpp"
 #include "algorithm.hpp"
 #include "block_cyclic_ksplit.hpp"
@@ -209,11 +213,11 @@ T conj_if(T v, bool c) {
   else return c ? std::conj(v) : v;
 }
 
-// ---- settings from the environment, read once ----
-struct Settings {
+// ---- the call's settings, from the environment's (src/core/settings.hpp), read once ----
+struct DropIn {
   double min_volume = kDefaultMinVolume;
   int verbose = 0;  // 1: the first call, 2: every call
-  std::string stats, engine = "blas";
+  std::string stats, engine;
   Algorithm algo = Algorithm::automatic;
   // N x N on aligned operands: a schedule on the block-cyclic layout itself. 0: never, 1: the
   // k-split where it moves far fewer words than SUMMA, else SUMMA when its panels are wide
@@ -222,39 +226,39 @@ struct Settings {
   int direct = 1;
   index_t panel = 0;      // the direct path's panel width (0: from the shape)
   int threads = 1;
+  std::optional<std::size_t> mem_limit;  // bytes per rank (none: the node's share)
   KSplitBalance balance;
-  Settings() {
-    if (const char* s = std::getenv("DISTMM_KSPLIT_BALANCE")) balance.enabled = std::strcmp(s, "0") != 0;
-    if (const char* s = std::getenv("DISTMM_VERBOSE")) balance.trace = std::atoi(s) >= 3;
-    if (const char* s = std::getenv("DISTMM_KSPLIT_SKEW"); s && std::strchr(s, ':'))
-      balance.skew_rank = std::atoi(s), balance.skew = std::atof(std::strchr(s, ':') + 1);
-    if (const char* s = std::getenv("DISTMM_SCALAPACK_MIN")) min_volume = std::atof(s);
-    if (const char* s = std::getenv("DISTMM_VERBOSE"); s && *s && std::strcmp(s, "0") != 0)
-      verbose = std::max(1, std::atoi(s));
-    if (const char* s = std::getenv("DISTMM_SCALAPACK_DIRECT"))
-      direct = std::strcmp(s, "force") == 0    ? 2
-               : std::strcmp(s, "ksplit") == 0 ? 3
-                                               : std::strcmp(s, "0") != 0;
-    if (const char* s = std::getenv("DISTMM_PANEL")) panel = std::max<index_t>(0, std::atoll(s));
-    if (const char* s = std::getenv("DISTMM_SCALAPACK_STATS")) stats = s;
-    if (const char* s = std::getenv("DISTMM_ENGINE"); s && *s) engine = s;
-    if (const char* s = std::getenv("DISTMM_ALGO"); s && *s) {
-      auto a = parse_algorithm(s);
-      if (!a || *a == Algorithm::scalapack) {
-        std::fprintf(stderr, "distmm: DISTMM_ALGO=%s is not an algorithm distmm can answer P?GEMM with; using auto\n", s);
-      } else {
-        algo = *a;
-        // An algorithm named explicitly is run on its own layout (the operands redistributed).
-        if (algo != Algorithm::automatic) direct = 0;
-      }
-    }
-    threads = omp_get_max_threads();
-    if (const char* s = std::getenv("DISTMM_THREADS")) threads = std::max(1, std::atoi(s));
+  explicit DropIn(const Settings& s)
+      : min_volume(s.scalapack_min.value_or(kDefaultMinVolume)), verbose(s.verbose), stats(s.scalapack_stats),
+        engine(s.engine), algo(*parse_algorithm(s.algo)), panel(s.panel),
+        threads(s.threads.value_or(omp_get_max_threads())), mem_limit(s.mem_limit) {
+    const std::string& d = s.scalapack_direct;
+    direct = d == "force" ? 2 : d == "ksplit" ? 3 : d == "1";
+    // An algorithm named explicitly is run on its own layout (the operands redistributed).
+    if (algo != Algorithm::automatic) direct = 0;
+    balance.enabled = s.ksplit_balance;
+    balance.trace = s.verbose >= 3;
+    balance.skew_rank = s.ksplit_skew.rank, balance.skew = s.ksplit_skew.factor;
   }
 };
-const Settings& settings() {
-  static Settings s;
-  return s;
+const DropIn& drop_in() {
+  static const DropIn d(settings());
+  return d;
+}
+
+// The settings at a call: a malformed one ends the caller's program, which cannot go on with
+// settings it did not mean. The grid's first rank says so, once, and ends the job; the others
+// wait for that, and say it themselves only if it did not come (their environment differed).
+const DropIn& drop_in_or_abort(bool root) {
+  try {
+    return drop_in();
+  } catch (const SettingError& e) {
+    if (!root) std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::fprintf(stderr, "distmm: error: %s\n", e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    std::abort();  // MPI_Abort does not return
+  }
 }
 
 // ---- the grid's communicator (ranks in row-major grid order) and its plans ----
@@ -306,8 +310,7 @@ GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
   int local = 1;
   MPI_Comm_size(node, &local);
   MPI_Comm_free(&node);
-  g.mem_limit = available_memory_bytes() / std::size_t(std::max(1, local));
-  if (const char* s = std::getenv("DISTMM_MEM_LIMIT")) g.mem_limit = std::strtoull(s, nullptr, 10);
+  g.mem_limit = drop_in().mem_limit.value_or(available_memory_bytes() / std::size_t(std::max(1, local)));
   // Every rank plans with the same limit (the plans' message sizes depend on it).
   unsigned long long lim = g.mem_limit;
   MPI_Allreduce(MPI_IN_PLACE, &lim, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c);
@@ -318,14 +321,14 @@ GridComm& grid_comm(int ctxt, int nprow, int npcol, int myrow, int mycol) {
 Engine& engine() {
   static std::unique_ptr<Engine> e = [] {
     EngineOptions o;
-    o.threads = settings().threads;
+    o.threads = drop_in().threads;
     // GPU engines: ranks of a node spread over its GPUs (the launcher's node-local rank).
     for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-      if (const char* s = std::getenv(v)) {
+      if (const char* s = environment(v)) {
         o.device = std::atoi(s);
         break;
       }
-    return make_engine(settings().engine, o);
+    return make_engine(drop_in().engine, o);
   }();
   return *e;
 }
@@ -343,7 +346,7 @@ Plan& plan_for(GridComm& gc, GemmShape s, Dtype dt) {
   o.engine = &engine();
   o.mem_limit = gc.mem_limit;
   Plan p;
-  p.algo = make_algorithm(settings().algo, comm, s, o);
+  p.algo = make_algorithm(drop_in().algo, comm, s, o);
   p.a = allgather_pieces(p.algo->piece_a(), comm);
   p.b = allgather_pieces(p.algo->piece_b(), comm);
   p.c = allgather_pieces(p.algo->piece_c(), comm);
@@ -709,7 +712,7 @@ void block_cyclic_summa(Engine& e, T alpha, const T* A, index_t lda, Span ar, co
 
 void append_stats(const char* routine, int m, int n, int k, const std::string& algo, double sec,
                   bool handed, const nlohmann::json& extra = {}) {
-  const std::string& path = settings().stats;
+  const std::string& path = drop_in().stats;
   if (path.empty()) return;
   try {  // statistics must never fail the caller's PxGEMM
     nlohmann::json j = {{"routine", routine}, {"m", m}, {"n", n}, {"k", k}, {"algorithm", algo},
@@ -729,7 +732,7 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
   // Whether to reduce is decided from the environment alone, the same on every rank (`verbose`
   // depends on this process's first call, which differs between the ranks of a grid when some
   // of them called on another grid before).
-  const Settings& st = settings();
+  const DropIn& st = drop_in();
   if (st.stats.empty() && st.verbose == 0) return;
   // Maxima and (as maxima of the negated values, in the same reduction) minima over the ranks:
   // the spread of equal products between ranks is what a shared host costs a call.
@@ -792,7 +795,7 @@ bool try_ksplit(T alpha, const T* A, const int* Ad, const T* B, const int* Bd, T
                 const LogicalDim& br, const LogicalDim& bc, const LogicalDim& cr,
                 const LogicalDim& cc, const Grid& g, GridComm& gc, Phases& ph,
                 std::chrono::steady_clock::time_point t0, bool verbose, bool root) {
-  const Settings& st = settings();
+  const DropIn& st = drop_in();
   if (st.direct != 1 && st.direct != 3) return false;
   const auto panels = k_panels(ac, br, k, k);  // maximal runs
   if (st.direct == 1 && double(k) / double(panels.size()) < std::min<double>(k, 32)) return false;
@@ -873,16 +876,16 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
     PB_Cabort(ctxt, Names<T>::name, info);
     return;
   }
+  const bool root = g.myrow == 0 && g.mycol == 0;
+  const DropIn& st = drop_in_or_abort(root);  // at the first call, whatever it asks
   const T a = *alpha, b = *beta;
   const int m = *M, n = *N, k = *K;
   if (m == 0 || n == 0 || ((a == T(0) || k == 0) && b == T(1))) return;
 
-  const Settings& st = settings();
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  const bool root = g.myrow == 0 && g.mycol == 0;
   auto dim = [&](const int* d, bool rows, int off) {
     return rows ? LogicalDim{CyclicDim{d[IMB_], d[MB_], d[RSRC_], g.nprow}, off, true}
                 : LogicalDim{CyclicDim{d[INB_], d[NB_], d[CSRC_], g.npcol}, off, false};
@@ -898,7 +901,7 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
   static PgemmFn<T> real = [] {
     auto f = reinterpret_cast<PgemmFn<T>>(dlsym(RTLD_NEXT, Names<T>::sym));
     Dl_info mine{}, found{};  // never ourselves
-    if (f && dladdr(reinterpret_cast<void*>(&settings), &mine) &&
+    if (f && dladdr(reinterpret_cast<void*>(&drop_in), &mine) &&
         dladdr(reinterpret_cast<void*>(f), &found) && mine.dli_fbase == found.dli_fbase)
       f = nullptr;
     return f;

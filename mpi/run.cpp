@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 
@@ -100,6 +101,29 @@ void plan_from_files(RunSpec& o, const Comm& world, Files& f) {
       throw UsageError(o.c_path + " holds " + to_string(f.c.dtype) + " but the inputs hold " +
                        to_string(a.dtype) + ": convert it with numpy's astype");
   }
+}
+
+// alpha and beta as the dtype's real type holds them: a part beyond its largest number would
+// overflow, and one below its smallest normal number would be flushed to 0 or lose digits, so
+// that the product would not be the one asked for (and the report would still name the scalar).
+void check_scalars_fit(const RunSpec& o, Dtype dt) {
+  dispatch(dt, [&](auto tag) {
+    using R = real_t<typename decltype(tag)::type>;
+    const double largest = std::numeric_limits<R>::max(), smallest = std::numeric_limits<R>::min();
+    for (const auto& [flag, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
+      for (const double part : {v.real(), v.imag()}) {
+        char text[160];
+        if (std::abs(part) > largest)
+          std::snprintf(text, sizeof text, "%s %g overflows %s (largest magnitude %g)", flag, part,
+                        to_string(dt), largest);
+        else if (part != 0 && std::abs(part) < smallest)
+          std::snprintf(text, sizeof text, "%s %g is below %s's smallest normal number %g (it would be flushed "
+                        "to 0 or lose digits)", flag, part, to_string(dt), smallest);
+        else
+          continue;
+        throw UsageError(std::string(text) + ": give a scalar within the dtype's range, or a wider --dtype");
+      }
+  });
 }
 
 // alpha or beta as T: the real part for real types (checked to be real before).
@@ -598,6 +622,7 @@ Prepared prepare(const Comm& world, RunSpec o) {
   if (!is_complex(dt) && (o.alpha.imag() != 0 || o.beta.imag() != 0))
     throw UsageError(std::string("--alpha/--beta have an imaginary part but the dtype is ") +
                      to_string(dt) + ": use --dtype c32 or c64, or real scalars");
+  check_scalars_fit(o, dt);
   const bool engine_used = o.algo != Algorithm::scalapack;
   if (engine_used && !einfo.dtypes.contains(dt))
     throw UsageError("engine '" + einfo.name + "' supports " + einfo.dtypes.names() + ", not " +

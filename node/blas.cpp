@@ -1,5 +1,7 @@
 #include "blas.hpp"
 
+#include "../src/core/settings.hpp"
+
 #include <cblas.h>
 
 #include <cstdlib>
@@ -21,7 +23,7 @@ namespace {
 bool quieted = false;
 std::once_flag quiet_once;
 void quiet_idle_blas_workers() {
-  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) return;
+  if (environment("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) return;
   setenv("OPENBLAS_THREAD_TIMEOUT", "20", 0);
   openblas_read_env();
   blas_thread_shutdown_();

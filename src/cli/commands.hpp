@@ -2,11 +2,25 @@
 #pragma once
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/types.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace distmm {
+
+// What this rank was launched with, as (name, value) fields: the parsed command and every one
+// of its options (given or not; the input files among them with their sizes and modification
+// times), then the DISTMM_* settings (launch_agreement.cpp).
+using LaunchFields = std::vector<std::pair<std::string, std::string>>;
+LaunchFields launch_fields(const CLI::App& app, const std::vector<std::string>& input_files);
+// Collective over MPI_COMM_WORLD, the first one after MPI_Init: one allreduce of the fields'
+// hash; where ranks differ, a UsageError on every rank naming the first differing field.
+void agree_on_launch(const LaunchFields& fields);
 
 int info_command(std::ostream& os, int rank);
 

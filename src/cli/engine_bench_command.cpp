@@ -104,7 +104,6 @@ void bench_size(const EngineBenchOptions& o, index_t n, std::ostream& os) {
 int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank) {
   const auto dt = parse_dtype(o.dtype);
   if (!dt) throw UsageError("unknown --dtype '" + o.dtype + "': use " + dtype_names(", "));
-  if (o.repeat < 1) throw UsageError("--repeat must be 1 or more");
   if (rank != 0) return 0;  // one process measures; other ranks would share its cores
   if (PathProblem p = json_file_problem(o.json)) p.raise();  // before the measurements
   for (const auto& spec : o.engines) {  // bad names fail before any output
@@ -115,10 +114,12 @@ int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank
   }
   os << "| n | dtype | engine | median s | GFLOP/s | speedup vs blas | rel. diff vs blas |\n"
      << "|---|---|---|---|---|---|---|\n";
-  for (long long n : o.sizes) {
-    if (n < 1) throw UsageError("--sizes must be 1 or more");
-    dispatch(*dt, [&](auto tag) { bench_size<typename decltype(tag)::type>(o, n, os); });
-  }
+  for (long long n : o.sizes)  // four n x n matrices each, refused before any output
+    if (4.0 * double(n) * double(n) * double(size_of(*dt)) > double(available_memory_bytes()))
+      throw UsageError("--sizes " + std::to_string(n) + " needs four " + std::to_string(n) + " x " + std::to_string(n) +
+                       " matrices, " + format_bytes(4.0 * double(n) * double(n) * double(size_of(*dt))) + ", but " +
+                       format_bytes(double(available_memory_bytes())) + " is available: use smaller sizes");
+  for (long long n : o.sizes) dispatch(*dt, [&](auto tag) { bench_size<typename decltype(tag)::type>(o, n, os); });
   return 0;
 }
 

@@ -1,12 +1,16 @@
 #include "run_command.hpp"
 
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <vector>
 
 #include "../core/json.hpp"
+#include "../core/settings.hpp"
 #include "../core/system.hpp"
 #include "../core/timer.hpp"
 #include "report.hpp"
@@ -42,33 +46,54 @@ class Progress {
   Stopwatch clock_;
 };
 
+// A signed decimal number at the start of `s` ("-2.5e3", "+1", "nan", "inf"): its length, 0
+// where there is none. Unlike stod it takes no blanks or hex; out_of_range beyond a double's
+// normal numbers.
+std::size_t decimal_prefix(std::string_view s, double& v) {
+  const std::size_t sign = !s.empty() && s[0] == '+' ? 1 : 0;  // from_chars takes '-' only
+  if (sign && s.size() > 1 && s[1] == '-') return 0;             // no "+-1"
+  const auto r = std::from_chars(s.data() + sign, s.data() + s.size(), v);
+  if (r.ec == std::errc::result_out_of_range) throw std::out_of_range("scalar");
+  return r.ec == std::errc() ? static_cast<std::size_t>(r.ptr - s.data()) : 0;
+}
+
 // "1.5", "-2", "1+2j", "0.5-1i", "3j" -> a complex scalar.
 std::complex<double> parse_scalar(const std::string& text, const char* flag) {
   const std::string bad = std::string(flag) + " '" + text +
                           "' is not a number: give e.g. 1.5, or 1+2j for a complex scalar";
   if (text.empty()) throw UsageError(bad);
-  std::size_t used = 0;
   double re = 0, im = 0;
   try {
     const bool imag_only = text.back() == 'j' || text.back() == 'i';
-    std::string body = imag_only ? text.substr(0, text.size() - 1) : text;
+    const std::string_view body(text.data(), text.size() - (imag_only ? 1 : 0));
     // a real part, then optionally a signed imaginary part ending in j or i
-    double first = std::stod(body, &used);
+    double first = 0;
+    const std::size_t used = decimal_prefix(body, first);
+    if (used == 0) throw UsageError(bad);
     if (used == body.size()) {
       (imag_only ? im : re) = first;
     } else {
       if (!imag_only || (body[used] != '+' && body[used] != '-')) throw UsageError(bad);
       re = first;
-      std::size_t used2 = 0;
-      im = std::stod(body.substr(used), &used2);
-      if (used + used2 != body.size()) throw UsageError(bad);
+      if (used + decimal_prefix(body.substr(used), im) != body.size()) throw UsageError(bad);
     }
-  } catch (const std::logic_error&) {
-    throw UsageError(bad);
+  } catch (const std::out_of_range&) {  // overflows a double, or underflows its normal numbers
+    throw UsageError(std::string(flag) + " '" + text +
+                     "' is out of range: give parts of magnitude 2.2250738585072014e-308 to 1.7976931348623157e+308, "
+                     "or 0");
   }
   if (!std::isfinite(re) || !std::isfinite(im))
     throw UsageError(std::string(flag) + " " + text + " is not finite: give a finite number");
   return {re, im};
+}
+
+// Decimal digits within 0 to 2^64-1: "-1" and 20-digit overflows are refused, not wrapped.
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw UsageError("--seed '" + text + "' is not a seed: use an integer from 0 to 18446744073709551615");
+  return v;
 }
 
 Op parse_op_option(const std::string& text, const char* flag) {
@@ -100,7 +125,7 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
     engines += "\n    " + e.name + " (" + e.dtypes.names() + (e.memory == Memory::device ? "; GPU" : "") +
                "): " + e.summary;
   run.add_option("--engine", o.engine, "Local engine (default blas):" + engines);
-  run.add_option("--seed", s.seed, "Seed of the random inputs")->capture_default_str();
+  run.add_option("--seed", o.seed, "Seed of the random inputs, 0 to 2^64-1")->capture_default_str();
   run.add_option("--fill", o.fill, "Random inputs: uniform (in [-1,1)) | integer (in [-4,4])")
       ->capture_default_str();
   run.add_option("--repeat", s.repeat, "Timed repetitions")->capture_default_str();
@@ -206,6 +231,8 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
     only_with(o, f, !files, "to generated inputs, not with --a/--b (the files give the shape)");
   only_with(o, "--fill", !files, "to generated inputs, not with --a/--b");
   only_with(o, "--seed", !files, "to generated inputs, not with --a/--b");
+  // Generated inputs draw a random C0 for beta != 0; files give C0 only through --c.
+  only_with(o, "--beta", !files || !s.c_path.empty(), "with --c C0.npy when the inputs are --a/--b files");
   if (o.given("--size"))
     for (const char* f : {"--m", "--n", "--k"})
       if (o.given(f))
@@ -305,6 +332,7 @@ RunSpec to_spec(const RunCommandOptions& o) {
   s.algo_opts.strassen_like_ok = true;  // the report and the tolerance say what ran
   s.alpha = parse_scalar(o.alpha, "--alpha");
   s.beta = parse_scalar(o.beta, "--beta");
+  s.seed = parse_seed(o.seed);
   s.transa = parse_op_option(o.transa, "--transa");
   s.transb = parse_op_option(o.transb, "--transb");
   check_combinations(o, s);
@@ -360,9 +388,32 @@ int plan_command(const RunCommandOptions& o, int rank) {
   return 0;
 }
 
+int plan_rank_limit(std::string& why) {
+  // Each planning rank is a whole MPI process: the machine's used memory grew by ~100 MB per
+  // rank for 16 planning ranks (Open MPI 4.1, with the CUDA libraries loaded), so the
+  // available memory bounds them at 128 MiB each; 100000 of them once exhausted a machine.
+  constexpr int kMost = 4096;
+  constexpr std::size_t kPerRank = std::size_t(128) << 20;
+  int most = kMost;
+  why = "plan --ranks starts that many processes here; at most " + std::to_string(kMost);
+  const std::size_t by_memory = available_memory_bytes() / kPerRank;
+  if (by_memory < std::size_t(most)) {
+    most = static_cast<int>(std::max<std::size_t>(by_memory, 1));
+    why = "plan --ranks starts that many processes here, about 128 MiB each, and " +
+          format_bytes(double(available_memory_bytes())) + " is available";
+  }
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NPROC, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < rlim_t(most)) {
+    most = static_cast<int>(std::max<rlim_t>(lim.rlim_cur, 1));
+    why = "plan --ranks starts that many processes here and the process limit (ulimit -u) is " +
+          std::to_string(lim.rlim_cur);
+  }
+  why += ": plan larger runs under mpirun -n P where they will run";
+  return most;
+}
+
 int plan_on_ranks(int argc, char** argv, int ranks) {
-  const char* launcher = std::getenv("DISTMM_MPIRUN");
-  std::string mpirun = launcher ? launcher : "mpirun";
+  const std::string mpirun = settings().mpirun;
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) throw UsageError("plan --ranks: cannot find this program's path: run it under mpirun -n P instead");

@@ -15,7 +15,7 @@ struct RunCommandOptions {
   index_t size = kUnset, m = kUnset, n = kUnset, k = kUnset;
   std::string dtype, algo = "auto", engine = "blas", verify = "freivalds", fill = "uniform";
   std::string levels = "auto", mem_limit, caps_steps, formula = "auto", stages = "auto", cuboid_grid;
-  std::string alpha = "1", beta = "0", transa = "N", transb = "N";
+  std::string alpha = "1", beta = "0", transa = "N", transb = "N", seed = "42";
   std::string json;
   bool quiet = false, whole_first_stage = false;
   const CLI::App* app = nullptr;  // the parsed subcommand: which options the user gave
@@ -32,5 +32,8 @@ int plan_command(const RunCommandOptions& o, int rank);
 // `distmm plan --ranks P` from one process: runs the same plan under mpirun -n P (the plan of
 // P ranks is made by P ranks, so its numbers are exactly those of the run). Returns only on error.
 int plan_on_ranks(int argc, char** argv, int ranks);
+// The most ranks plan --ranks may start on this machine (its process limit and memory, at most
+// 4096), and `why` that bound.
+int plan_rank_limit(std::string& why);
 
 }  // namespace distmm

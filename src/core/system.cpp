@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -70,13 +72,14 @@ std::string host_name() {
 }
 
 std::size_t parse_bytes(const std::string& text, const std::string& flag) {
-  std::size_t pos = 0;
+  // A decimal number first (from_chars takes no blanks, signs or hex, unlike stod), then a unit.
   double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (...) {
-    pos = 0;
+  const char* end = text.data();
+  if (!text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')) {
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (r.ec == std::errc()) end = r.ptr;
   }
+  const std::size_t pos = static_cast<std::size_t>(end - text.data());
   std::string unit = text.substr(pos);
   double mult = 0;
   if (unit.empty() || unit == "B") mult = 1;
@@ -84,7 +87,7 @@ std::size_t parse_bytes(const std::string& text, const std::string& flag) {
   else if (unit == "M" || unit == "MB" || unit == "MiB") mult = 1024.0 * 1024;
   else if (unit == "G" || unit == "GB" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
   else if (unit == "T" || unit == "TB" || unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
-  if (pos == 0 || mult == 0 || !(v > 0) || !std::isfinite(v))
+  if (pos == 0 || mult == 0 || !(v * mult >= 1) || !std::isfinite(v))
     throw UsageError(flag + " '" + text + "' is not a size: use e.g. 512M or 4G");
   if (v * mult >= 0x1p62)  // beyond any machine's memory, and beyond size_t arithmetic's reach
     throw UsageError(flag + " '" + text + "' is too large: use e.g. 512M or 4G");
