@@ -35,6 +35,7 @@
 
 #include "algorithms.hpp"
 #include "caps.hpp"
+#include "counting_space.hpp"
 #include "pipeline.hpp"
 
 namespace distmm {
@@ -266,18 +267,41 @@ class Caps final : public AlgorithmBase<Caps> {
     return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * double(size_of(dt)));
   }
 
+  // The schedule itself, run as each rank in a counting space (counting_space.hpp) on addresses
+  // alone; dealt rounds counted round-robin (the balancer moves subproblems, and their words, at
+  // run time).
   CommEstimate analytic() const override {
     EstimateAccumulator acc;
     double flops_sum = 0, unit = 0;
     for (int r = 0; r < world_.size(); ++r) {
-      Stage st = top_;
-      st.rank = r;
-      Counts n;
-      counts(st, 0, 1.0, n);
+      CountingSpace cs;
+      Counted k;
+      for (std::size_t b : device_buffer_bytes(Dtype::f64)) k.bufs.push_back(cs.alloc(b));
+      Stage st = top_, end = top_;
+      st.rank = end.rank = r;
+      double repeats = 1;  // the dealt stage's entries (DFS steps above it)
+      for (CapsStep c : steps_) {
+        if (c == CapsStep::dealt) break;
+        if (c == CapsStep::bfs) k.comms.peers.push_back(cs.comm_as(end.qc() % 7, 7));
+        repeats *= c == CapsStep::dfs ? 7 : 1;
+        end = c == CapsStep::bfs ? end.child_bfs() : end.child_dfs();
+      }
+      k.comms.dealt = cs.comm_as(end.rank, end.P);
+      k.comms.rows = cs.comm_as(end.qc(), end.Qc()), k.comms.cols = cs.comm_as(end.qr(), end.mr);
+      auto* self = const_cast<Caps*>(this);  // (only counted_ changes, and back)
+      self->counted_ = &k;
+      try {
+        self->recurse<double>(cs, st, 0, k.bufs[0].as<double>(), k.bufs[1].as<double>(), k.bufs[2].as<double>());
+      } catch (...) {
+        self->counted_ = nullptr;
+        throw;
+      }
+      self->counted_ = nullptr;
       // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
-      n.local += 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len();
-      acc.add(n.words, n.msgs, n.flops, n.local);
-      flops_sum += n.flops, unit = n.unit;
+      const SpaceCounts& n = cs.counts;
+      acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
+      flops_sum += n.flops;
+      if (dealt_levels_ > 0) unit = repeats * 2.0 * double(end.lm()) * double(end.ln()) * double(end.lk());
     }
     CommEstimate e = acc.done(world_.size());
     e.balanced = balanced_, e.flops_mean = flops_sum / world_.size(), e.flops_unit = unit;
@@ -288,18 +312,17 @@ class Caps final : public AlgorithmBase<Caps> {
   // passes on the compute lane, the BFS exchanges and the leaf SUMMA's broadcasts on the comm lane
   // (grouped: all seven peers' transfers at once), the leaf products through the engine.
   static constexpr bool kOneSchedule = true;
-  void forget_comms() override {
-    dev_peers_.clear(), dev_dealt_.reset(), dev_leaf_rows_.reset(), dev_leaf_cols_.reset();
-  }
+  void forget_comms() override { comms_ = {}; }
   void prepare_comms(DeviceSpace& sp) override {
-    if (!dev_peers_.empty() || dev_dealt_ || dev_leaf_rows_) return;
-    for (const Comm& p : peers_) dev_peers_.push_back(sp.comm(p));
+    if (comms_.ready) return;
+    for (const Comm& p : peers_) comms_.peers.push_back(sp.comm(p));
     if (dealt_levels_ > 0) {
-      dev_dealt_ = sp.comm(dealt_comm());
+      comms_.dealt = sp.comm(groups_.empty() ? world_ : groups_.back());
     } else {
-      dev_leaf_rows_ = sp.comm(leaf_rows_);
-      dev_leaf_cols_ = sp.comm(leaf_cols_);
+      comms_.rows = sp.comm(leaf_rows_);
+      comms_.cols = sp.comm(leaf_cols_);
     }
+    comms_.ready = true;
   }
   // Buffers: 0-2 the top's A, B and C in Z order; then kLevelBuffers per level (sums of A,
   // sums of B, products, the subproblem's A, B and C, exchange staging; a dealt level below the
@@ -366,14 +389,14 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
-    T *a = device_buffer<T>(0), *b = device_buffer<T>(1), *c = device_buffer<T>(2);
-    timed(tail_phase(2), [&] {
+    T *a = buffer<T>(0), *b = buffer<T>(1), *c = buffer<T>(2);
+    phase(tail_phase(2), [&] {
       pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a, top_.a_len());
       pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b, top_.b_len());
     });
     recurse<T>(sp, top_, 0, a, b, c);
     step_done(1, 1);
-    timed(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
+    phase(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
       for_each_part_block(s_.m, s_.n, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
         sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, c + z, ld(h), nr, cnt, alpha, beta);
       });
@@ -381,7 +404,6 @@ class Caps final : public AlgorithmBase<Caps> {
   }
 
  private:
-  const Comm& dealt_comm() const { return groups_.empty() ? world_ : groups_.back(); }
   // Calls f(offset in the Z-ordered buffer, nr, cnt, local row, local column, h) for the blocks
   // of this rank's part of the padded layout that hold data: nr rows and cnt columns of the piece.
   template <class F>
@@ -415,27 +437,27 @@ class Caps final : public AlgorithmBase<Caps> {
     if (st.steps == 0) return leaf<T>(sp, st, a, b, c);
     if (steps_[depth] == CapsStep::dealt) return dealt<T>(sp, st, depth, a, b, c);
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
-    auto buf = [&](int i) { return device_buffer<T>(level_buffer(depth, i)); };
+    auto buf = [&](int i) { return buffer<T>(level_buffer(depth, i)); };
     if (steps_[depth] == CapsStep::dfs) {
       const Stage ch = st.child_dfs();
       T *s = buf(0), *t = buf(1), *mprod = buf(2);
       std::array<bool, 4> touched{};
       for (int j = 0; j < 7; ++j) {
-        timed(level_phase(depth, kSums), [&] {
+        phase(level_phase(depth, kSums), [&] {
           form_sums<T>(sp, a, qa, f_.a, j, j + 1, &s);
           form_sums<T>(sp, b, qb, f_.b, j, j + 1, &t);
         });
         recurse<T>(sp, ch, depth + 1, s, t, mprod);
-        if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
-        timed(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
+        if (depth == 0 && !counted_) step_done(j + 1, 8);  // the top-level DFS products
+        phase(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
       }
       return;
     }
     // BFS: sums for all seven products, all-to-all among the 7 peers, recurse in the group.
     const Stage ch = st.child_bfs();
-    DeviceComm& peers = *dev_peers_[std::size_t(bfs_level(depth))];
+    DeviceComm& peers = *comms().peers[std::size_t(bfs_level(depth))];
     T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
-    timed(level_phase(depth, kSums), [&] {
+    phase(level_phase(depth, kSums), [&] {
       for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
         T* os[4] = {s + j0 * qa, s + (j0 + 1) * qa, s + (j0 + 2) * qa, s + (j0 + 3) * qa};
         T* ot[4] = {t + j0 * qb, t + (j0 + 1) * qb, t + (j0 + 2) * qb, t + (j0 + 3) * qb};
@@ -448,17 +470,17 @@ class Caps final : public AlgorithmBase<Caps> {
     // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns.
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
-    timed(level_phase(depth, kExchangeIn), [&] {
+    phase(level_phase(depth, kExchangeIn), [&] {
       exchange<T>(sp, peers, true, s, qa, sub_a, L, rows_a, wa, g, tmp);
       exchange<T>(sp, peers, true, t, qb, sub_b, L, rows_b, wb, g, tmp);
       sp.compute_waits_for_comm();
     });
     recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
-    timed(level_phase(depth, kExchangeOut), [&] {
+    phase(level_phase(depth, kExchangeOut), [&] {
       exchange<T>(sp, peers, false, mall, qc, sub_c, L, rows_a, wb, g, tmp);
       sp.compute_waits_for_comm();
     });
-    timed(level_phase(depth, kCombine), [&] {
+    phase(level_phase(depth, kCombine), [&] {
       for (int q = 0; q < 4; ++q) {  // C_q = sum_j c[j][q] M_j (at most four terms in either formula)
         DeviceSpace::Combination k;
         k.n_out = 1, k.out[0] = c + q * qc;
@@ -536,7 +558,7 @@ class Caps final : public AlgorithmBase<Caps> {
           s.at[i] = parent + u.q[0] * len, s.from_x[i] = parent_in_x;
         } else {
           T* dst = l == L ? out : s.store[i];
-          timed(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
+          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
           s.at[i] = dst, s.from_x[i] = false;
         }
         s.prefix[i] = pre;
@@ -554,7 +576,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
     index_t quarter = blk_c;
     auto add = [&](int l, const T* M, int d) {
-      timed(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
+      phase(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
     };
     add(L - 1, q, digit(j, L, L));
     for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {  // (every quadrant got a product)
@@ -585,7 +607,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto extend_to = [&](std::size_t t) {  // the balanced plan's rounds up to t
       while (balanced_ && plan.steps.size() <= t && plan.next < plan.J) {
         if (plan.w.empty()) {
-          timed(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
+          phase(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
           std::vector<double> sorted = times;
           std::sort(sorted.begin(), sorted.end());
           const double med = sorted[(sorted.size() - 1) / 2];  // (the lower median: at P = 2, the faster)
@@ -594,15 +616,15 @@ class Caps final : public AlgorithmBase<Caps> {
         plan.add(P);
       }
     };
-    DeviceComm& comm = *dev_dealt_;
+    DeviceComm& comm = *comms().dealt;
     DealtSums<T> sa(L), sb(L);
     std::vector<T*> cm(std::size_t(L), nullptr);
     for (int l = 1; l < L; ++l) {
-      sa.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 0));
-      sb.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 1));
-      cm[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 2));
+      sa.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 0));
+      sb.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 1));
+      cm[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 2));
     }
-    auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
+    auto buf = [&](DealtBuffer w, std::size_t t) { return buffer<T>(dealt_buffer(w, int(t % 2))); };
     std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
     std::array<std::vector<const T*>, 2> from_a, from_b;
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
@@ -621,7 +643,7 @@ class Caps final : public AlgorithmBase<Caps> {
         from_a[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa);
         from_b[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob);
       }
-      timed(x_in, [&] {
+      phase(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         if (mine >= 0)
@@ -647,7 +669,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto post_out = [&](std::size_t t) {  // after the round's product
       const DealtStep& s = plan.steps[t];
       const int mine = plan.index_of(t, me);
-      timed(x_out, [&] {
+      phase(x_out, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         if (blk_c > 0)
@@ -661,7 +683,7 @@ class Caps final : public AlgorithmBase<Caps> {
       });
     };
     auto combine_round = [&](std::size_t t) {  // once the round's products are here
-      timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
+      phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
       if (blk_c == 0) return;
       const DealtStep& s = plan.steps[t];
       for (std::size_t i = 0; i < s.owners.size(); ++i) {
@@ -674,13 +696,13 @@ class Caps final : public AlgorithmBase<Caps> {
     // chunk of T_j, which gives its own chunk of the product, combined as a dealt one is. Round
     // 0's buffers are free again (the comm lane is waited for first).
     auto split_product = [&](index_t j) {
-      T* s_all = device_buffer<T>(dealt_buffer(kSubA, 0));
-      T* t_mine = device_buffer<T>(dealt_buffer(kSendB, 0));
-      T* product = device_buffer<T>(dealt_buffer(kSubC, 0));
+      T* s_all = buffer<T>(dealt_buffer(kSubA, 0));
+      T* t_mine = buffer<T>(dealt_buffer(kSendB, 0));
+      T* product = buffer<T>(dealt_buffer(kSubC, 0));
       T* s_mine = s_all + chunk_begin(lk, me, P) * lm;
       const T* fs = dealt_sum<T>(sp, depth, j, L, a, st.a_len(), f_.a, sa, s_mine);
       const T* ft = dealt_sum<T>(sp, depth, j, L, b, st.b_len(), f_.b, sb, t_mine);
-      timed(x_in, [&] {
+      phase(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         for (int r = 0; r < P; ++r) {
@@ -692,7 +714,7 @@ class Caps final : public AlgorithmBase<Caps> {
         if (fs != s_mine) sp.copy(s_mine, blk_a, fs, blk_a, blk_a, 1, Lane::comm);
         sp.compute_waits_for_comm();
       });
-      timed(tail_phase(1), [&] {
+      phase(tail_phase(1), [&] {
         sp.gemm<T>(Op::N, Op::N, lm, cwn(me), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
       });
       if (blk_c > 0) dealt_product<T>(sp, depth, j, L, static_cast<const T*>(product), blk_c, c, cm, touched);
@@ -701,20 +723,20 @@ class Caps final : public AlgorithmBase<Caps> {
     for (std::size_t t = 0; t < plan.steps.size(); ++t) {
       extend_to(t + 1);  // (may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
-      timed(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
+      phase(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
       if (plan.index_of(t, me) >= 0) {
-        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
+        if (t >= 2) phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
         const double t0 = MPI_Wtime();
-        timed(tail_phase(1), [&] {
+        phase(tail_phase(1), [&] {
           sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
         });
         if (t == 0) my_time = (MPI_Wtime() - t0) * (me == balance_.skew_rank ? balance_.skew : 1.0);
       }
-      if (t == 0 && balanced_)  // one double per rank, outside the counted words
-        MPI_Iallgather(&my_time, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, dealt_comm().get(), &gather);
+      if (t == 0 && balanced_ && !counted_)  // one double per rank, outside the counted words
+        MPI_Iallgather(&my_time, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, (groups_.empty() ? world_ : groups_.back()).get(), &gather);
       if (t >= 1) combine_round(t - 1);
       post_out(t);
-      if (depth == 0) step_done(int(t + 1), int(plan.steps.size()));
+      if (depth == 0 && !counted_) step_done(int(t + 1), int(plan.steps.size()));
     }
     if (!plan.steps.empty()) combine_round(plan.steps.size() - 1);
     sp.compute_waits_for_comm();
@@ -737,14 +759,14 @@ class Caps final : public AlgorithmBase<Caps> {
     const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
     const index_t h = st.rows_of(lm), wn = st.cols_of(ln);
     if (st.P == 1) {
-      timed(tail_phase(1), [&] { sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, ld(lm), b, ld(lk), T(0), c, ld(lm)); });
+      phase(tail_phase(1), [&] { sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, ld(lm), b, ld(lk), T(0), c, ld(lm)); });
       return;
     }
     const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
     const index_t hb = st.rows_of(lk);
     const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
-    T* abuf[2] = {device_buffer<T>(leaf_buffer(0)), device_buffer<T>(leaf_buffer(1))};
-    T* bbuf[2] = {device_buffer<T>(leaf_buffer(2)), device_buffer<T>(leaf_buffer(3))};
+    T* abuf[2] = {buffer<T>(leaf_buffer(0)), buffer<T>(leaf_buffer(1))};
+    T* bbuf[2] = {buffer<T>(leaf_buffer(2)), buffer<T>(leaf_buffer(3))};
     std::array<const T*, 2> ap{};
     if (panels.empty()) sp.zero(c, std::size_t(h * wn) * sizeof(T), Lane::compute);
     auto held = sp.hold_output(c, h, wn, ld(h));  // C may stay on a staging GPU across the panels
@@ -754,20 +776,20 @@ class Caps final : public AlgorithmBase<Caps> {
           const LeafPanel& p = panels[std::size_t(t)];
           T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
           if (qr == p.b_root) sp.copy(bbuf[t % 2], ld(p.w), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.w, wn, Lane::comm);
-          timed(tail_phase(0), [&] {
-            dev_leaf_rows_->broadcast(asrc, h * p.w, p.a_root);
-            dev_leaf_cols_->broadcast(bbuf[t % 2], p.w * wn, p.b_root);
+          phase(tail_phase(0), [&] {
+            comms().rows->broadcast(asrc, h * p.w, p.a_root);
+            comms().cols->broadcast(bbuf[t % 2], p.w * wn, p.b_root);
           });
           ap[std::size_t(t % 2)] = asrc;
         },
         [&](int t) {
           const index_t w = panels[std::size_t(t)].w;
-          timed(tail_phase(1), [&] {
+          phase(tail_phase(1), [&] {
             sp.gemm<T>(Op::N, Op::N, h, wn, w, T(1), ap[std::size_t(t % 2)], ld(h), bbuf[t % 2], ld(w),
                        t == 0 ? T(0) : T(1), c, ld(h));
           });
         },
-        [&](auto&& wait) { timed(tail_phase(0), wait); });
+        [&](auto&& wait) { phase(tail_phase(0), wait); });
   }
 
   // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
@@ -793,96 +815,6 @@ class Caps final : public AlgorithmBase<Caps> {
     return z;
   }
 
-  // What rank st.rank does in the subtree (times `mult` for DFS repetitions), as run() does it:
-  // words sent, messages, the leaves' multiply flops, and elements streamed by the additions and
-  // the exchanges' local copies.
-  struct Counts {
-    double words = 0, msgs = 0, flops = 0, local = 0;
-    double unit = 0;  // dealt steps: one subproblem's flops, times the DFS repetitions
-  };
-  // Elements a fused pass of form_sums streams for products [j0, j1): the quadrants read, the sums written.
-  static double sums_streamed(const int (&coef)[7][4], int j0, int j1) {
-    int read = 0;
-    for (int q = 0; q < 4; ++q)
-      for (int j = j0; j < j1; ++j)
-        if (coef[j][q] != 0) { ++read; break; }
-    return read + (j1 - j0);
-  }
-  void counts(const Stage& st, int depth, double mult, Counts& n) const {
-    const double qa = double(st.a_len()) / 4, qb = double(st.b_len()) / 4, qc = double(st.c_len()) / 4;
-    if (st.steps == 0) {
-      const index_t h = st.rows_of(st.lm()), wn = st.cols_of(st.ln()), lk = st.lk();
-      n.flops += mult * 2.0 * double(h) * double(wn) * double(lk);
-      if (st.P > 1)  // the leaf SUMMA: every panel's A part this rank lacks, and its B part
-        for (const LeafPanel& p : leaf_panels(lk, st.mr, st.Qc())) {
-          if (p.a_root != st.qc()) n.words += mult * double(h) * p.w, n.msgs += mult;
-          if (p.b_root != st.qr()) n.words += mult * double(p.w) * wn, n.msgs += mult;
-        }
-      return;
-    }
-    if (steps_[depth] == CapsStep::dealt) {
-      // Sent: this rank's chunks of the sums owned elsewhere; the column chunks of its own
-      // products that belong to the other ranks; the split subproblems' sums of A (allgathered).
-      // (Balanced: counted as round-robin; the balancer moves subproblems, and their words, at
-      // run time.) Local: per level, each prefix's sums read the quadrants they use and write
-      // one; each child's product is read once and the quadrants it feeds are read and written.
-      const int L = st.steps, P = st.P, me = st.rank;
-      const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
-      const double blk_a = double(lm) * chunk_width(lk, me, P), blk_b = double(lk) * chunk_width(ln, me, P);
-      const index_t J = pow7(L), split = balanced_ ? 0 : J % P, dealt = J - split;
-      const index_t owned = me < dealt ? (dealt - 1 - me) / P + 1 : 0;
-      n.words += mult * (double(dealt - owned) * (blk_a + blk_b) + double(owned) * double(lm) * double(ln - chunk_width(ln, me, P)) +
-                         double(split) * (P - 1) * blk_a);
-      int others_c = 0;
-      for (int r = 0; r < P; ++r) others_c += r != me && lm * chunk_width(ln, r, P) > 0;
-      n.msgs += mult * (double(dealt - owned) * ((blk_a > 0) + (blk_b > 0)) + double(owned) * others_c +
-                        double(split) * (blk_a > 0 ? P - 1 : 0));
-      n.flops += mult * (double(owned) * double(ln) + double(split) * double(chunk_width(ln, me, P))) * 2.0 * double(lm) * double(lk);
-      n.unit = mult * 2.0 * double(lm) * double(ln) * double(lk);
-      double local = 0, parents = 1, la = double(st.a_len()), lb = double(st.b_len()), lc = double(st.c_len());
-      auto sum_cost = [&](const int (&coef)[7][4], int j, int l) {  // (dealt_sum: a lone quadrant taken in place)
-        const Used u = used_quadrants(coef, j);
-        if (u.n == 1 && coef[j][u.q[0]] == 1) return l < L || L == 1 ? 0.0 : 2.0;
-        return u.n + 1.0;
-      };
-      for (int l = 1; l <= L; ++l) {
-        la /= 4, lb /= 4, lc /= 4;
-        for (int j = 0; j < 7; ++j)
-          local += parents * (sum_cost(f_.a, j, l) * la + sum_cost(f_.b, j, l) * lb +
-                              (1 + 2 * used_quadrants(f_.c, j).n) * lc);
-        parents *= 7;
-      }
-      n.local += mult * local;
-      return;
-    }
-    if (steps_[depth] == CapsStep::dfs) {
-      double local = 0;
-      for (int j = 0; j < 7; ++j)
-        local += sums_streamed(f_.a, j, j + 1) * qa + sums_streamed(f_.b, j, j + 1) * qb + (1 + 2 * used_quadrants(f_.c, j).n) * qc;
-      n.local += mult * local;
-      counts(st.child_dfs(), depth + 1, 7 * mult, n);
-      return;
-    }
-    const Stage ch = st.child_bfs();
-    n.words += mult * 6 * (qa + qb), n.msgs += mult * 6 * ((qa > 0) + (qb > 0));  // (empty chunks are not sent)
-    // Reverse: this rank's group product, split into 7 column pieces; six leave (the non-empty).
-    const int r = st.qc() / 7, g = st.qc() % 7;
-    double mine = double(ch.leaves()) * st.rows_of(st.lm()) * chunk_width(st.ln(), 7 * r + g, st.Qc());
-    int pieces_out = 0;
-    for (int p = 0; p < 7; ++p) pieces_out += p != g && st.rows_of(st.lm()) * chunk_width(st.ln(), 7 * r + p, st.Qc()) > 0;
-    n.words += mult * (double(ch.c_len()) - mine), n.msgs += mult * pieces_out;
-    // Sums in two fused passes; the own pieces copied in and out (every piece through the staging
-    // buffer where the subproblem has more than one leaf); combining up to 4 in, 1 out.
-    double combine = 0;
-    for (int q = 0; q < 4; ++q)
-      for (int j = 0; j < 7; ++j) combine += f_.c[j][q] != 0;
-    const double staged = ch.leaves() > 1 ? 7.0 : 1.0;
-    n.local += mult * ((sums_streamed(f_.a, 0, 4) + sums_streamed(f_.a, 4, 7)) * qa +
-                       (sums_streamed(f_.b, 0, 4) + sums_streamed(f_.b, 4, 7)) * qb + 2 * staged * (qa + qb + qc) +
-                       (combine + 4) * qc);
-    counts(ch, depth + 1, mult, n);
-  }
-
   GemmShape s_;
   int m_, k7_;
   int dealt_levels_ = 0;
@@ -896,8 +828,27 @@ class Caps final : public AlgorithmBase<Caps> {
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
   // Communicators in the space over the Comms above (destroyed before them).
-  std::vector<std::unique_ptr<DeviceComm>> dev_peers_;
-  std::unique_ptr<DeviceComm> dev_leaf_rows_, dev_leaf_cols_, dev_dealt_;
+  struct SpaceComms {
+    std::vector<std::unique_ptr<DeviceComm>> peers;
+    std::unique_ptr<DeviceComm> dealt, rows, cols;
+    bool ready = false;
+  } comms_;
+  // A counting run's buffers and communicators (analytic), else null.
+  struct Counted {
+    std::vector<DeviceBlock> bufs;
+    SpaceComms comms;
+  }* counted_ = nullptr;
+  SpaceComms& comms() { return counted_ ? counted_->comms : comms_; }
+  template <class T>
+  T* buffer(std::size_t i) const {
+    return counted_ ? counted_->bufs[i].template as<T>() : device_buffer<T>(i);
+  }
+  // Phase timers and progress off in a counting run.
+  template <class F>
+  void phase(std::size_t i, F&& f) {
+    if (counted_) f();
+    else timed(i, f);
+  }
 };
 
 }  // namespace
