@@ -288,15 +288,12 @@ class Caps final : public AlgorithmBase<Caps> {
       }
       k.comms.dealt = cs.comm_as(end.rank, end.P);
       k.comms.rows = cs.comm_as(end.qc(), end.Qc()), k.comms.cols = cs.comm_as(end.qr(), end.mr);
-      auto* self = const_cast<Caps*>(this);  // (only counted_ changes, and back)
-      self->counted_ = &k;
-      try {
-        self->recurse<double>(cs, st, 0, k.bufs[0].as<double>(), k.bufs[1].as<double>(), k.bufs[2].as<double>());
-      } catch (...) {
-        self->counted_ = nullptr;
-        throw;
-      }
-      self->counted_ = nullptr;
+      struct Counting {  // (only counted_ changes, and back, however the run ends)
+        Caps* self;
+        ~Counting() { self->counted_ = nullptr; }
+      } on{const_cast<Caps*>(this)};
+      on.self->counted_ = &k;
+      on.self->recurse<double>(cs, st, 0, k.bufs[0].as<double>(), k.bufs[1].as<double>(), k.bufs[2].as<double>());
       // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
       const SpaceCounts& n = cs.counts;
       acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
