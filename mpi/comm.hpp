@@ -9,6 +9,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <list>
 #include <cstdint>
@@ -59,6 +60,14 @@ class Requests {
     if (!reqs_.empty()) MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
     reqs_.clear();
     kept_.clear();
+  }
+  std::size_t size() const { return reqs_.size(); }
+  // Waits for the first n requests only; the later ones stay in flight.
+  void wait_first(std::size_t n) {
+    n = std::min(n, reqs_.size());
+    if (n > 0) MPI_Waitall(static_cast<int>(n), reqs_.data(), MPI_STATUSES_IGNORE);
+    reqs_.erase(reqs_.begin(), reqs_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (reqs_.empty()) kept_.clear();
   }
   // True (and the list cleared) when every request has completed.
   bool test_all() {

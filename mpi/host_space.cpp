@@ -37,7 +37,19 @@ class InFlight {
       if ((writes || r.writes) && b < r.p + r.bytes && r.p < b + bytes) return settle();
   }
   void add(const void* p, std::size_t bytes, bool writes) {
-    if (bytes > 0) ranges_.push_back({static_cast<const char*>(p), bytes, writes});
+    if (bytes > 0) ranges_.push_back({static_cast<const char*>(p), bytes, writes, posted()});
+  }
+  // The requests posted so far, counted from the lane's start (what a marker records).
+  std::uint64_t posted() const { return done_ + requests_.size(); }
+  // Waits for the requests posted before `upto` (a marker's posted()) alone: the later ones stay
+  // in flight, as a stream's later work does past an event.
+  void wait_until(std::uint64_t upto) {
+    if (upto <= done_) return;
+    const std::size_t n = std::size_t(upto - done_);
+    requests_.wait_first(n);
+    done_ += n;
+    std::erase_if(ranges_, [&](const Range& r) { return r.posted <= done_; });
+    if (requests_.empty()) settle();
   }
   // Keeps a copy of what a send reads alive until the send completes.
   const void* keep(const void* p, std::size_t bytes) {
@@ -45,6 +57,7 @@ class InFlight {
     return kept_.back().data();
   }
   void settle() {
+    done_ += requests_.size();
     requests_.wait_all();
     ranges_.clear();
     kept_.clear();
@@ -56,8 +69,10 @@ class InFlight {
     const char* p;
     std::size_t bytes;
     bool writes;
+    std::uint64_t posted;  // posted() once its requests were
   };
   Requests requests_;
+  std::uint64_t done_ = 0;  // requests waited for, counted from the lane's start
   std::vector<Range> ranges_;
   std::list<std::vector<unsigned char>> kept_;  // stable addresses
 };
@@ -241,8 +256,17 @@ class HostSpace final : public DeviceSpace {
   void release_output() override { engine_.release_output(); }
   void comm_waits_for_compute() override {}  // the compute lane's work is done when queued
   void compute_waits_for_comm() override { lane_.settle(); }
-  void mark(Lane, int i) override { at_.at(std::size_t(i)) = MPI_Wtime(); }
-  void wait_mark(Lane, int) override { lane_.settle(); }
+  // A marker on the comm lane waits for the transfers posted before it alone (a later round's
+  // stay in flight); any other marker, or one never recorded, for all of them.
+  void mark(Lane lane, int i) override {
+    at_.at(std::size_t(i)) = MPI_Wtime();
+    posted_at_.at(std::size_t(i)) = lane == Lane::comm ? std::int64_t(lane_.posted()) : -1;
+  }
+  void wait_mark(Lane, int i) override {
+    const std::int64_t p = posted_at_.at(std::size_t(i));
+    if (p >= 0) lane_.wait_until(std::uint64_t(p));
+    else lane_.settle();
+  }
   double seconds_between(int from, int to) override {
     return std::max(0.0, at_.at(std::size_t(to)) - at_.at(std::size_t(from)));
   }
@@ -326,6 +350,12 @@ class HostSpace final : public DeviceSpace {
   bool emulated_;
   InFlight lane_;
   std::array<double, kMarks + kRunMarks> at_{};
+  std::array<std::int64_t, kMarks + kRunMarks> posted_at_ = filled(-1);
+  static std::array<std::int64_t, kMarks + kRunMarks> filled(std::int64_t v) {
+    std::array<std::int64_t, kMarks + kRunMarks> a;
+    a.fill(v);
+    return a;
+  }
 };
 
 }  // namespace
