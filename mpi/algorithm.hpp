@@ -15,6 +15,7 @@
 #include "../node/engine.hpp"
 #include "../node/strassen_formulas.hpp"
 #include "../src/core/matrix.hpp"
+#include "../src/core/settings.hpp"
 #include "comm.hpp"
 #include "device_space.hpp"
 #include "partition.hpp"
@@ -355,6 +356,11 @@ struct EstimateAccumulator {
 double plan_memory_limit(const Comm& world, GemmShape s, const AlgoOptions& o);
 
 std::vector<std::string> algorithm_names();  // including "auto"
+// DISTMM_ENGINE and DISTMM_ALGO against the engines and the algorithms the drop-in can answer
+// with (all but scalapack): checked here, where the lists are; throws SettingError.
+void check_named_settings(const Settings& s);
+// settings() with those names checked: what the CLI and the drop-in read.
+Settings checked_settings();
 // Throws UsageError when the world's rank count does not fit, naming the valid counts.
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,
                                               const AlgoOptions& opts);

@@ -154,4 +154,18 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
   throw UsageError("unknown algorithm");
 }
 
+void check_named_settings(const Settings& s) {
+  setting::choice("DISTMM_ENGINE", s.engine, engine_names());
+  std::vector<std::string> answerable;  // the drop-in cannot answer P?GEMM with ScaLAPACK itself
+  for (const std::string& a : algorithm_names())
+    if (a != "scalapack") answerable.push_back(a);
+  setting::choice("DISTMM_ALGO", s.algo, answerable);
+}
+
+Settings checked_settings() {
+  Settings s = settings();
+  check_named_settings(s);
+  return s;
+}
+
 }  // namespace distmm

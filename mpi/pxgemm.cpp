@@ -242,7 +242,7 @@ struct DropIn {
   }
 };
 const DropIn& drop_in() {
-  static const DropIn d(settings());
+  static const DropIn d(checked_settings());
   return d;
 }
 

@@ -150,7 +150,7 @@ int dispatch(int argc, char** argv, int rank) {
     return 0;
   }
   if (!parse_error.empty()) throw distmm::UsageError(parse_error);
-  distmm::settings();  // every DISTMM_* setting checked before any work
+  distmm::checked_settings();  // every DISTMM_* setting checked before any work
 
   if (run->parsed()) return distmm::run_command(ro, rank);
   if (plan->parsed()) {

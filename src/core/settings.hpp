@@ -44,6 +44,7 @@ struct Skew {
 
 struct Settings {
   // The PDGEMM drop-in (mpi/pxgemm.cpp)
+  // (these two are checked against their lists by check_named_settings, mpi/algorithm.hpp)
   std::string engine = "blas";                  // DISTMM_ENGINE: a name of engine_names()
   std::string algo = "auto";                    // DISTMM_ALGO: auto or an algorithm but scalapack
   std::string scalapack_direct = "1";           // DISTMM_SCALAPACK_DIRECT: 0, 1, force, ksplit
