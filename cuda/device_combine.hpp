@@ -1,5 +1,5 @@
 // Linear combinations of device blocks in one pass, for the distributed algorithms' device
-// paths (mpi/device_space.cpp): the fused kernels of the GPU engines (gpu_kernels.cuh) behind a
+// paths (cuda/device_space.cpp): the fused kernels of the GPU engines (gpu_kernels.cuh) behind a
 // header without kernels.
 #pragma once
 #include <cuda_runtime.h>

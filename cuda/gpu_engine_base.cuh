@@ -1,8 +1,9 @@
-// What every GPU engine shares: a device, a stream and a cuBLAS handle; the host API of Engine
-// (operands staged through pinned buffers, copied asynchronously, the product copied back); and
-// the device API (DeviceGemm) that benchmarks and device-resident callers use directly.
+// What every GPU engine shares: a device, a stream and a cuBLAS handle; the host side of
+// Engine's seam (operands staged through pinned buffers, copied asynchronously, the product
+// copied back); and its device side (gemm_device_call on device pointers, on the engine's
+// stream, its device_queue()) that benchmarks and device-resident runs use.
 //
-// Both APIs are one type-erased virtual call (GemmCall: the dtype as a value) with a typed
+// Both sides are one type-erased virtual call (GemmCall: the dtype as a value) with a typed
 // front; GpuEngineBase turns the erased calls back into the engine's typed device_run<T> for
 // the types of Derived::kDtypes. The staging buffers are bytes, shared by every dtype; a held
 // output is kept per dtype (an array keyed by Dtype), as the typed API allows one of each.
@@ -17,29 +18,6 @@
 
 namespace distmm {
 
-class DeviceGemm {
- public:
-  virtual ~DeviceGemm() = default;
-  // C = alpha op(A) op(B) + beta C with device pointers, on stream(); T is taken from the
-  // matrices.
-  template <class T>
-  void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha,
-                   const T* A, index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C,
-                   index_t ldc) {
-    gemm_device_call({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
-  }
-  // The same with the type as a value (A, B and C are device pointers; alpha and beta host
-  // ones). Throws UsageError for a dtype the engine lacks.
-  virtual void gemm_device_call(const GemmCall& call) = 0;
-  // The same with part of op(A) still on its way (PartlyReadyA); an engine that cannot start
-  // on part of A waits for all of it first.
-  virtual void gemm_device_pending(const GemmCall& call, const PartlyReadyA& pending) {
-    pending.wait_rest();
-    gemm_device_call(call);
-  }
-  virtual cudaStream_t stream() const = 0;
-};
-
 // The typed arguments of an erased call, handed to f(ta, tb, m, n, k, alpha, A, lda, ...).
 template <class T, class F>
 decltype(auto) with_typed_args(const GemmCall& c, F&& f) {
@@ -49,7 +27,7 @@ decltype(auto) with_typed_args(const GemmCall& c, F&& f) {
 }
 
 template <class Derived>
-class GpuEngineBase : public Engine, public DeviceGemm {
+class GpuEngineBase : public Engine {
  public:
   explicit GpuEngineBase(const EngineOptions& o, const std::string& name) : o_(o) {
     int count = gpu_count();
@@ -68,7 +46,13 @@ class GpuEngineBase : public Engine, public DeviceGemm {
     device_name_ = p.name;
     sm_count_ = p.multiProcessorCount;
   }
-  cudaStream_t stream() const override { return stream_->get(); }
+  cudaStream_t stream() const { return stream_->get(); }
+  void* device_queue() const override { return stream_->get(); }
+  EngineCapabilities capabilities() const override {
+    EngineCapabilities c;
+    c.memory = Memory::device, c.holds_output = true, c.overlaps_host = true;
+    return c;
+  }
   DtypeSet dtypes() const override { return Derived::kDtypes; }
 
   // Two sets of operand buffers, the output and a held copy of it, and the engine's workspace.
@@ -104,7 +88,6 @@ class GpuEngineBase : public Engine, public DeviceGemm {
       if (held_[slot(d)].host)
         dispatch(d, [&](auto tag) { this->template release<typename decltype(tag)::type>(); });
   }
-  bool overlaps_host() const override { return true; }
 
  protected:
   EngineOptions o_;

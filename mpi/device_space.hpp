@@ -4,7 +4,7 @@
 // has its own GPU and NCCL is found, else MPI through pinned host memory (reported as such).
 //
 // No CUDA header here: the algorithms in mpi/ see only this interface; its implementation
-// (device_space.cpp) is built with the GPU engines. Work is queued on two lanes of the GPU, the
+// (cuda/device_space.cpp) is built with the GPU engines. Work is queued on two lanes of the GPU, the
 // engine's stream (compute) and a communication stream (comm), ordered by explicit waits, so
 // the next step's transfers run while this step's product does (Cannon's and SUMMA's double
 // buffering, as on the host).

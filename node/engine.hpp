@@ -55,6 +55,25 @@ struct PartlyReadyA {
   std::function<void()> wait_rest;
 };
 
+// Where an engine's operands live while it computes.
+enum class Memory { host, device };
+
+// What an engine can do, as the run's planner reads it: one value instead of a question per
+// property. capabilities() gives the engine's fixed ones; capabilities_for(m, n, k, dt) adds
+// those of one call of that shape and the accelerator's free memory.
+struct EngineCapabilities {
+  // device: the engine computes in an accelerator's memory and also takes device pointers
+  // (gemm_device_call, on device_queue()); a device-resident run needs one.
+  Memory memory = Memory::host;
+  bool holds_output = false;   // hold_output() keeps C in the engine's own memory between calls
+  bool overlaps_host = false;  // calls into a held output return before the product is done
+  // of one call of the given shape
+  bool prefers_whole_k = false;
+  std::size_t workspace_bytes = 0;    // extra bytes the call allocates
+  std::size_t device_bytes = 0;       // accelerator bytes the call needs (host-staged products)
+  std::size_t device_free_bytes = 0;  // what the accelerator has free now
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -69,6 +88,35 @@ class Engine {
   }
   // The same with the type as a value. Throws UsageError for a dtype the engine lacks.
   virtual void gemm_call(const GemmCall& call) = 0;
+
+  // The device side of the same seam, for engines whose capabilities().memory is device: A, B
+  // and C are device pointers (alpha and beta host ones), the product is queued on
+  // device_queue() and the call returns at once. A host engine has none (logic_error).
+  template <class T>
+  void gemm_device(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha, const T* A,
+                   index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc) {
+    gemm_device_call({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
+  }
+  virtual void gemm_device_call(const GemmCall& call);
+  // The same with part of op(A) still on its way (PartlyReadyA); an engine that cannot start
+  // on part of A waits for all of it first.
+  virtual void gemm_device_pending(const GemmCall& call, const PartlyReadyA& pending) {
+    pending.wait_rest();
+    gemm_device_call(call);
+  }
+  // The queue the device calls are ordered on, opaque here (a cudaStream_t for the GPU
+  // engines, which the device space in cuda/ casts back); null for host engines.
+  virtual void* device_queue() const { return nullptr; }
+
+  virtual EngineCapabilities capabilities() const { return {}; }
+  EngineCapabilities capabilities_for(index_t m, index_t n, index_t k, Dtype dt) const {
+    EngineCapabilities c = capabilities();
+    c.prefers_whole_k = prefers_whole_k(m, n, k, dt);
+    c.workspace_bytes = workspace_bytes(m, n, k, dt);
+    c.device_bytes = device_bytes(m, n, k, dt);
+    c.device_free_bytes = device_free_bytes();
+    return c;
+  }
 
   // Extra bytes the engine allocates for one call of this size (its peak workspace).
   virtual std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const {
@@ -105,7 +153,7 @@ class Engine {
   // True when calls into a held output may return before the product is done (a GPU working
   // asynchronously): the caller's thread is then free, e.g. to progress MPI transfers, and the
   // operands were already consumed (copied) when the call returned.
-  virtual bool overlaps_host() const { return false; }
+  bool overlaps_host() const { return capabilities().overlaps_host; }
   // True where a Strassen-like engine would recurse on this product: every split of k repeats
   // its addition passes and shrinks its leaves, so an algorithm should hand it whole-k
   // products where memory allows. The same answer on every rank for the same arguments (a
@@ -139,9 +187,6 @@ class EngineBase : public Engine {
     });
   }
 };
-
-// Where an engine's operands live while it computes.
-enum class Memory { host, device };
 
 // The one registry of CPU and GPU engines: `--engine NAME`, `distmm info`, the help text.
 struct EngineInfo {

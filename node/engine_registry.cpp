@@ -1,6 +1,8 @@
 // The one registry of engines, CPU and GPU: each engine file contributes its entries (name,
 // dtypes, memory, factory) and this list is all that `--engine`, `distmm info` and the help
 // text read. The GPU entries come from cuda/ when it is built (cuda/gpu_none.cpp otherwise).
+#include <stdexcept>
+
 #include "../cuda/gpu_engines.hpp"
 #include "blas_engine.hpp"
 #include "engine.hpp"
@@ -38,6 +40,10 @@ const EngineInfo& engine_info(const std::string& name) {
 
 std::unique_ptr<Engine> make_engine(const std::string& name, const EngineOptions& opts) {
   return engine_info(name).make(opts);
+}
+
+void Engine::gemm_device_call(const GemmCall&) {
+  throw std::logic_error("engine '" + name() + "' computes in host memory: it has no device gemm");
 }
 
 void throw_unsupported_dtype(const std::string& engine, DtypeSet supported, Dtype d) {

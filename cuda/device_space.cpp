@@ -1,4 +1,7 @@
-#include "device_space.hpp"
+// The GPU's device space (mpi/device_space.hpp): device memory, the engine's stream and two
+// more as lanes, NCCL or MPI through pinned host memory between the ranks. It reaches the
+// engine through Engine's device seam alone (gemm_device_call on device_queue()).
+#include "../mpi/device_space.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,15 +10,15 @@
 #include <memory>
 #include <vector>
 
-#include "../cuda/device_combine.hpp"
-#include "../cuda/device_info.hpp"
-#include "../cuda/device_matvec.hpp"
-#include "../cuda/device_random.hpp"
-#include "../cuda/gpu_engine_base.cuh"
-#include "../cuda/nccl_library.hpp"
+#include "../mpi/nccl_comm.hpp"
 #include "../src/core/settings.hpp"
 #include "../src/core/system.hpp"
-#include "nccl_comm.hpp"
+#include "cuda_util.hpp"
+#include "device_combine.hpp"
+#include "device_info.hpp"
+#include "device_matvec.hpp"
+#include "device_random.hpp"
+#include "nccl_library.hpp"
 
 namespace distmm {
 namespace {
@@ -180,8 +183,8 @@ class StagedDeviceComm final : public GroupedMpiComm {
 
 class GpuDeviceSpace final : public DeviceSpace {
  public:
-  GpuDeviceSpace(Engine& e, DeviceGemm& g, int device, bool nccl, std::string transport)
-      : engine_(e), gemm_(g), device_(device), nccl_(nccl), transport_(std::move(transport)) {
+  GpuDeviceSpace(Engine& e, int device, bool nccl, std::string transport)
+      : engine_(e), device_(device), nccl_(nccl), transport_(std::move(transport)) {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     comm_stream_ = std::make_unique<CudaStream>();
     to_comm_ = std::make_unique<CudaEvent>();
@@ -220,7 +223,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     if (rows <= 0 || cols <= 0) return;
     if (rows > INT32_MAX || cols > INT32_MAX) throw std::runtime_error("scale_add: block too large for cuBLAS");
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    const cublasHandle_t h = blas(gemm_.stream());
+    const cublasHandle_t h = blas(compute_stream());
     dispatch(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       cublas_scale_add<T>(h, int(rows), int(cols), *static_cast<const T*>(alpha), static_cast<const T*>(x),
@@ -235,7 +238,7 @@ class GpuDeviceSpace final : public DeviceSpace {
       std::array<const T*, 4> in{};
       std::array<T*, 4> out{};
       for (int t = 0; t < 4; ++t) in[t] = static_cast<const T*>(c.in[t]), out[t] = static_cast<T*>(c.out[t]);
-      combine_device<T>(n, c.n_in, in, c.n_out, out, c.coef, c.accumulate, gemm_.stream());
+      combine_device<T>(n, c.n_in, in, c.n_out, out, c.coef, c.accumulate, compute_stream());
     });
   }
   void zero(void* p, std::size_t bytes, Lane lane) override {
@@ -266,20 +269,20 @@ class GpuDeviceSpace final : public DeviceSpace {
     copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyDeviceToDevice, stream(lane));
   }
   void gemm(const GemmCall& call) override {
-    if (call.m > 0 && call.n > 0) gemm_.gemm_device_call(with_checked_lds(call));
+    if (call.m > 0 && call.n > 0) engine_.gemm_device_call(with_checked_lds(call));
   }
   void gemm_pending_a(const GemmCall& call, index_t ready_k0, index_t ready_k1) override {
     const PartlyReadyA pending{ready_k0, ready_k1, [this] { compute_waits_for_comm(); }};
-    if (call.m > 0 && call.n > 0) gemm_.gemm_device_pending(with_checked_lds(call), pending);
+    if (call.m > 0 && call.n > 0) engine_.gemm_device_pending(with_checked_lds(call), pending);
     else compute_waits_for_comm();
   }
   void comm_waits_for_compute() override {
-    cuda_check(cudaEventRecord(to_comm_->get(), gemm_.stream()), "event");
+    cuda_check(cudaEventRecord(to_comm_->get(), compute_stream()), "event");
     cuda_check(cudaStreamWaitEvent(comm_stream_->get(), to_comm_->get(), 0), "wait");
   }
   void compute_waits_for_comm() override {
     cuda_check(cudaEventRecord(to_compute_->get(), comm_stream_->get()), "event");
-    cuda_check(cudaStreamWaitEvent(gemm_.stream(), to_compute_->get(), 0), "wait");
+    cuda_check(cudaStreamWaitEvent(compute_stream(), to_compute_->get(), 0), "wait");
   }
   void mark(Lane lane, int i) override {
     cuda_check(cudaEventRecord(marks_.at(std::size_t(i)).get(), stream(lane)), "event");
@@ -297,7 +300,7 @@ class GpuDeviceSpace final : public DeviceSpace {
   void synchronize() override {
     cuda_check(cudaStreamSynchronize(transfer_stream_->get()), "sync");
     cuda_check(cudaStreamSynchronize(comm_stream_->get()), "sync");
-    cuda_check(cudaStreamSynchronize(gemm_.stream()), "sync");
+    cuda_check(cudaStreamSynchronize(compute_stream()), "sync");
   }
   void upload_async(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
                     std::size_t elem) override {
@@ -459,7 +462,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
   cudaStream_t stream(Lane l) const {
-    return l == Lane::compute ? gemm_.stream() : l == Lane::comm ? comm_stream_->get() : transfer_stream_->get();
+    return l == Lane::compute ? compute_stream() : l == Lane::comm ? comm_stream_->get() : transfer_stream_->get();
   }
   // rows x cols elements between blocks with leading dimensions, queued on s.
   void copy_2d(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
@@ -486,8 +489,9 @@ class GpuDeviceSpace final : public DeviceSpace {
     cublas_check(cublasSetStream(blas_->get(), s), "cublasSetStream");
     return blas_->get();
   }
+  // The engine's stream: the compute lane.
+  cudaStream_t compute_stream() const { return static_cast<cudaStream_t>(engine_.device_queue()); }
   Engine& engine_;
-  DeviceGemm& gemm_;
   int device_;
   bool nccl_;
   std::string transport_;
@@ -531,8 +535,7 @@ int ranks_sharing_gpu(const Comm& world) {
 }
 
 std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world, int ranks_per_gpu) {
-  auto* g = dynamic_cast<DeviceGemm*>(&engine);
-  int have = g ? 1 : 0;
+  int have = engine.capabilities().memory == Memory::device ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, world.get());
   if (!have) return nullptr;
   int device = 0;
@@ -552,7 +555,7 @@ std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world
   std::string transport = world.size() == 1 ? "none (one rank)"
                           : nccl            ? "NCCL " + nccl_library().version_text() + " (" + nccl_library().path + ")"
                                             : "MPI through host memory (" + why + ")";
-  return std::make_unique<GpuDeviceSpace>(engine, *g, device, nccl, transport);
+  return std::make_unique<GpuDeviceSpace>(engine, device, nccl, transport);
 }
 
 }  // namespace distmm

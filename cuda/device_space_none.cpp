@@ -1,5 +1,5 @@
 // Built without CUDA: no GPU engine exists, so no run is device-resident.
-#include "device_space.hpp"
+#include "../mpi/device_space.hpp"
 
 namespace distmm {
 
