@@ -19,20 +19,12 @@ import time
 
 import numpy as np
 
+from tally import check, finish, skip
+
 bin_, mpiexec = sys.argv[1], sys.argv[2]
 driver, droplib = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
-passed = failed = 0
 MPI = [mpiexec, "--oversubscribe"]
 
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAILED: {what}\n    {detail}")
 
 
 class Result:
@@ -266,7 +258,7 @@ with tempfile.TemporaryDirectory() as d:
         check(panels["4G"] is not None and panels["4G"] == panels[None],
               f"drop-in: DISTMM_MEM_LIMIT=4G gives the panels of the default share ({panels})")
     else:
-        print("skipped: the drop-in cases (no driver given)")
+        skip("the drop-in cases (no driver given)")
 
     # 4. A seeded fuzz of every run/plan option and of the settings: values of each one's type,
     # its edges and garbage. Each case: an answer in bounded time, no crash, exit 0 only with
@@ -391,5 +383,4 @@ with tempfile.TemporaryDirectory() as d:
                 os.remove(f"{d}/{f}")
     check(True, f"fuzz: {cases} cases, {outcomes}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()
