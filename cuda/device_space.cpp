@@ -1,7 +1,7 @@
 // The GPU's device space (mpi/device_space.hpp): device memory, the engine's stream and two
 // more as lanes, NCCL or MPI through pinned host memory between the ranks. It reaches the
 // engine through Engine's device seam alone (gemm_device_call on device_queue()).
-#include "../mpi/device_space.hpp"
+#include "../mpi/runtime/device_space.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "../mpi/nccl_comm.hpp"
+#include "../mpi/runtime/nccl_comm.hpp"
 #include "../src/core/settings.hpp"
 #include "../src/core/system.hpp"
 #include "cuda_util.hpp"

@@ -1,5 +1,5 @@
 // Built without CUDA: no GPU engine exists, so no run is device-resident.
-#include "../mpi/device_space.hpp"
+#include "../mpi/runtime/device_space.hpp"
 
 namespace distmm {
 

@@ -16,9 +16,9 @@
 #include <iostream>
 #include <vector>
 
-#include "../../mpi/comm.hpp"
-#include "../../mpi/cost_model.hpp"
-#include "../../mpi/run.hpp"
+#include "../../mpi/runtime/comm.hpp"
+#include "../../mpi/algorithms/cost_model.hpp"
+#include "../../mpi/run/run.hpp"
 #include "../../node/blas.hpp"
 #include "../../node/fused.hpp"
 #include "../core/files.hpp"

@@ -2,9 +2,9 @@
 #include <omp.h>
 
 #include "../../cuda/device_info.hpp"
-#include "../../mpi/algorithm.hpp"
-#include "../../mpi/comm.hpp"
-#include "../../mpi/run.hpp"
+#include "../../mpi/algorithms/algorithm.hpp"
+#include "../../mpi/runtime/comm.hpp"
+#include "../../mpi/run/run.hpp"
 #include "../../node/blas.hpp"
 #include "../../node/engine.hpp"
 #include "../core/system.hpp"

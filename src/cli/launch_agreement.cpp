@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "../../mpi/comm.hpp"
+#include "../../mpi/runtime/comm.hpp"
 #include "../core/settings.hpp"
 #include "commands.hpp"
 

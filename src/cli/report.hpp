@@ -2,7 +2,7 @@
 #pragma once
 #include <ostream>
 
-#include "../../mpi/run.hpp"
+#include "../../mpi/run/run.hpp"
 
 namespace distmm {
 

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "../../mpi/run.hpp"
+#include "../../mpi/run/run.hpp"
 
 namespace distmm {
 

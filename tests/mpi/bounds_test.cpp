@@ -1,4 +1,4 @@
-#include "mpi/bounds.hpp"
+#include "mpi/algorithms/bounds.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "mpi/cost_model.hpp"
+#include "mpi/algorithms/cost_model.hpp"
 #include "mpi_test_util.hpp"
 
 using namespace distmm;

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "cuda/device_info.hpp"
-#include "mpi/run.hpp"
-#include "mpi/stream_plan.hpp"
+#include "mpi/run/run.hpp"
+#include "mpi/run/stream_plan.hpp"
 #include "src/core/npy.hpp"
 #include "src/core/random.hpp"
-#include "mpi/verify.hpp"
+#include "mpi/run/verify.hpp"
 #include "node/strassen_formulas.hpp"
 
 using namespace distmm;

@@ -2,8 +2,8 @@
 // and each rank's piece holds exactly the generator's values (the layouts tile the matrix).
 #include <gtest/gtest.h>
 
-#include "mpi/algorithm.hpp"
-#include "mpi/distribution.hpp"
+#include "mpi/algorithms/algorithm.hpp"
+#include "mpi/runtime/distribution.hpp"
 
 using namespace distmm;
 

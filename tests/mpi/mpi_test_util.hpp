@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "mpi/algorithm.hpp"
-#include "mpi/distribution.hpp"
+#include "mpi/algorithms/algorithm.hpp"
+#include "mpi/runtime/distribution.hpp"
 #include "node/blas.hpp"
 
 namespace distmm::testing {

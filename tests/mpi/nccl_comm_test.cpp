@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/device_info.hpp"
-#include "mpi/nccl_comm.hpp"
+#include "mpi/runtime/nccl_comm.hpp"
 
 using namespace distmm;
 

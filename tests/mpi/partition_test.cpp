@@ -1,8 +1,8 @@
-#include "mpi/partition.hpp"
+#include "mpi/runtime/partition.hpp"
 
 #include <gtest/gtest.h>
 
-#include "mpi/grid.hpp"
+#include "mpi/runtime/grid.hpp"
 
 using namespace distmm;
 

@@ -3,7 +3,7 @@
 // emulated device (device-resident and streamed) and in host memory.
 #include <gtest/gtest.h>
 
-#include "mpi/run_plan.hpp"
+#include "mpi/run/run_plan.hpp"
 #include "mpi_test_util.hpp"
 
 using namespace distmm;

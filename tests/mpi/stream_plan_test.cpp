@@ -6,8 +6,8 @@
 // path that fits the rank count, odd shapes, panels of m, of n and of both.
 #include <gtest/gtest.h>
 
-#include "mpi/stream_plan.hpp"
-#include "mpi/verify.hpp"
+#include "mpi/run/stream_plan.hpp"
+#include "mpi/run/verify.hpp"
 #include "mpi_test_util.hpp"
 
 using namespace distmm;

@@ -2,8 +2,8 @@
 // is no check).
 #include <gtest/gtest.h>
 
-#include "mpi/algorithm.hpp"
-#include "mpi/verify.hpp"
+#include "mpi/algorithms/algorithm.hpp"
+#include "mpi/run/verify.hpp"
 
 using namespace distmm;
 

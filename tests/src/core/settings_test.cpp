@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "mpi/algorithm.hpp"
+#include "mpi/algorithms/algorithm.hpp"
 #include "src/core/settings.hpp"
 
 using namespace distmm;

@@ -1,0 +1,858 @@
+// CAPS: communication-avoiding parallel Strassen (Ballard, Demmel, Holtz, Lipshitz & Schwartz,
+// SPAA 2012; Lipshitz et al., SC 2012) on P = m * 7^k ranks, m in 1..6; one schedule over a
+// memory space (host memory and MPI, or a GPU), planned in caps_plan.cpp.
+//
+// Layout. The (padded) matrices are cut s times into quadrants (s = number of steps) into 4^s leaf
+// blocks, and every leaf block is split by columns over the ranks of the current communicator
+// (chunk c of Pc: columns [c b / Pc, (c + 1) b / Pc)). A rank stores its chunk of every leaf
+// block, in Z order, so each quadrant is a contiguous quarter of its buffer with identical local
+// structure: the additions of every step are local.
+//  - BFS step: rank q of Pc belongs to group g = q mod 7 at position r = q div 7. It forms its
+//    chunks of all seven S_j and T_j, sends those of product j to rank 7r + j (an all-to-all among
+//    the 7 ranks at position r), so that group j holds subproblem j over Pc/7 ranks (chunk r of
+//    Pc/7 is the union of chunks 7r..7r+6 of Pc), recurses there, and the products come back the
+//    same way to be combined locally into C.
+//  - DFS step: all ranks do the 7 subproblems in turn; no communication, little memory.
+//  - Dealt steps (X, a suffix of L steps; any rank count Pc): the 7^L subproblems of the last L
+//    levels are dealt in rounds, each multiplied whole by one rank's engine. Every rank forms its
+//    column chunks of all the S_j and T_j (level by level, so a prefix's sums are formed once),
+//    sends each to its owner, and combines its chunks of the products into C in the same order.
+//    Where 7 does not divide the rank count this still takes several Strassen levels. Round
+//    t + 1's operands travel during round t's product, round t - 1's products during it too.
+//    One rule picks how the rounds are dealt: in a host run with the balancer on
+//    (DISTMM_CAPS_BALANCE) and more than two rounds, by the ranks' measured rates (DealtPlan);
+//    otherwise round-robin in whole rounds, the last J mod P subproblems split over all ranks (a
+//    short round would leave ranks idle; a GPU run's products are queued, not timed).
+//  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, a 2-D SUMMA on the
+//    leaf grid (pipeline.hpp).
+// Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
+// (all rows x the rank's column chunks) are copied in and out of the Z-ordered buffers.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "algorithms.hpp"
+#include "caps.hpp"
+#include "../runtime/counting_space.hpp"
+#include "../runtime/pipeline.hpp"
+#include "../../src/core/settings.hpp"
+
+namespace distmm {
+namespace {
+
+using Lane = DeviceSpace::Lane;
+index_t chunk_begin(index_t b, int c, int P) { return b * c / P; }
+index_t chunk_width(index_t b, int c, int P) { return chunk_begin(b, c + 1, P) - chunk_begin(b, c, P); }
+index_t ld(index_t x) { return std::max<index_t>(x, 1); }
+
+// Dimensions of the problem at one stage of the recursion, and this rank's part of the leaf
+// blocks: rank q of the stage's P = mr x Qc ranks holds row part qr = q mod mr (of mr) and column
+// chunk qc = q div mr (of Qc) of every leaf block. The m ranks that finish a leaf form an
+// mr x mc grid (leaf_grid), so its product is a 2-D SUMMA; above it the column chunks carry the
+// BFS steps (rows never move).
+struct Stage {
+  index_t m, n, k;  // (padded) sizes of this subproblem
+  int steps;        // steps left
+  int P, rank;      // communicator size and this rank's position in it
+  int mr;           // row parts of every leaf block (the leaf grid's rows)
+  index_t leaves() const { return index_t(1) << (2 * steps); }
+  index_t lm() const { return m >> steps; }  // leaf block sizes
+  index_t ln() const { return n >> steps; }
+  index_t lk() const { return k >> steps; }
+  int qr() const { return rank % mr; }
+  int qc() const { return rank / mr; }
+  int Qc() const { return P / mr; }
+  index_t rows_of(index_t leaf_rows) const { return chunk_width(leaf_rows, qr(), mr); }
+  index_t cols_of(index_t leaf_cols) const { return chunk_width(leaf_cols, qc(), Qc()); }
+  index_t a_len() const { return leaves() * rows_of(lm()) * cols_of(lk()); }
+  index_t b_len() const { return leaves() * rows_of(lk()) * cols_of(ln()); }
+  index_t c_len() const { return leaves() * rows_of(lm()) * cols_of(ln()); }
+  Stage child_dfs() const { return {m / 2, n / 2, k / 2, steps - 1, P, rank, mr}; }
+  // Group qc mod 7 takes the subproblem; this rank's column chunk there is qc div 7.
+  Stage child_bfs() const { return {m / 2, n / 2, k / 2, steps - 1, P / 7, qc() / 7 * mr + qr(), mr}; }
+};
+
+// The grid of the m <= 6 ranks that share a leaf: as square as m allows.
+std::pair<int, int> leaf_grid(int m) {
+  if (m == 4) return {2, 2};
+  if (m == 6) return {2, 3};
+  return {1, m};
+}
+
+index_t pow7(int L) {
+  index_t p = 1;
+  for (int l = 0; l < L; ++l) p *= 7;
+  return p;
+}
+// Digit l (1 = the top dealt level) of subproblem j among 7^L.
+int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
+
+// The quadrants product j's row of a formula table uses (its nonzero coefficients).
+struct Used {
+  int n = 0;
+  std::array<int, 4> q{};
+};
+Used used_quadrants(const int (&coef)[7][4], int j) {
+  Used u;
+  for (int q = 0; q < 4; ++q)
+    if (coef[j][q] != 0) u.q[std::size_t(u.n++)] = q;
+  return u;
+}
+
+// The leaf's k-panels: the union of A's column chunks (over the mc grid columns) and B's row
+// parts (over the mr grid rows), each with the grid column that holds its A part and the grid
+// row that holds its B part.
+struct LeafPanel {
+  index_t k0, w;
+  int a_root, b_root;
+};
+std::vector<LeafPanel> leaf_panels(index_t lk, int mr, int mc) {
+  std::vector<index_t> cuts;
+  for (int c = 0; c <= mc; ++c) cuts.push_back(chunk_begin(lk, c, mc));
+  for (int r = 0; r <= mr; ++r) cuts.push_back(chunk_begin(lk, r, mr));
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<LeafPanel> v;
+  int c = 0, r = 0;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const index_t k0 = cuts[i];
+    while (chunk_begin(lk, c + 1, mc) <= k0) ++c;
+    while (chunk_begin(lk, r + 1, mr) <= k0) ++r;
+    v.push_back({k0, cuts[i + 1] - k0, c, r});
+  }
+  return v;
+}
+
+// The order in which dealt subproblems go out: round s gives subproblem j0 + i to owners[i].
+// Rounds 0 and 1 give one to every rank; from round 2 on, where balanced, rank i takes part in a
+// fraction w_i = min(1, t_median / t_i) of the rounds (t_i: its round-0 product's time, gathered
+// once), so that a rank on a slower core skips rounds instead of holding every round back.
+// Every rank computes the same plan from the same gathered times.
+struct DealtStep {
+  index_t j0;
+  std::vector<int> owners;
+};
+struct DealtPlan {
+  std::vector<DealtStep> steps;
+  index_t next = 0, J = 0;
+  std::vector<double> w;  // empty: every rank in every round
+  void add(int P) {
+    DealtStep s{next, {}};
+    const double k = double(steps.size()) - 2;
+    for (int r = 0; r < P && next < J; ++r)
+      if (w.empty() || std::floor((k + 1) * w[std::size_t(r)]) > std::floor(k * w[std::size_t(r)]))
+        s.owners.push_back(r), ++next;
+    steps.push_back(std::move(s));
+  }
+  int index_of(std::size_t t, int r) const {
+    const auto& o = steps[t].owners;
+    const auto it = std::find(o.begin(), o.end(), r);
+    return it == o.end() ? -1 : int(it - o.begin());
+  }
+};
+
+// The balancer's settings from the environment, read once when the algorithm is built:
+// DISTMM_CAPS_BALANCE=0 turns it off (agreed over the ranks: off if any rank has it off, since a
+// rank that balances alone would wait for a gather the others never post);
+// DISTMM_CAPS_SKEW=R:F (tests) makes rank R report F times its round-0 time.
+struct BalanceSettings {
+  bool on = true;
+  int skew_rank = -1;
+  double skew = 1;
+  explicit BalanceSettings(const Comm& world) {
+    const Settings s = settings();
+    on = s.caps_balance, skew_rank = s.caps_skew.rank, skew = s.caps_skew.factor;
+    int mine = on ? 1 : 0, all = 1;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world.get());
+    on = all == 1;
+  }
+};
+
+// out[i] = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one pass
+// reading only the quadrants they use.
+template <class T>
+void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* const* out) {
+  DeviceSpace::Combination c;
+  std::array<int, 4> slot{-1, -1, -1, -1};
+  c.n_out = j1 - j0;
+  for (int j = j0; j < j1; ++j) {
+    c.out[std::size_t(j - j0)] = out[j - j0];
+    for (int q = 0; q < 4; ++q) {
+      if (coef[j][q] == 0) continue;
+      if (slot[std::size_t(q)] < 0) slot[std::size_t(q)] = c.n_in, c.in[std::size_t(c.n_in++)] = x + q * quarter;
+      c.coef[std::size_t(j - j0)][std::size_t(slot[std::size_t(q)])] = coef[j][q];
+    }
+  }
+  if (quarter > 0) sp.combine(quarter, c, dtype_of<T>());
+}
+// C's quadrants (of `up`) (+)= coef[j][q] M for those product j feeds, reading M once; a quadrant
+// not yet written (touched[q]) is overwritten.
+template <class T>
+void scatter(DeviceSpace& sp, const T* M, index_t quarter, const int (&coef)[7][4], int j, T* up,
+             std::array<bool, 4>& touched) {
+  const Used u = used_quadrants(coef, j);
+  DeviceSpace::Combination k;
+  k.n_in = 1, k.n_out = u.n, k.in[0] = M;
+  for (std::size_t i = 0; i < std::size_t(u.n); ++i) {
+    const auto q = std::size_t(u.q[i]);
+    k.out[i] = up + index_t(q) * quarter, k.coef[i][0] = coef[j][q], k.accumulate[i] = touched[q], touched[q] = true;
+  }
+  if (quarter > 0) sp.combine(quarter, k, dtype_of<T>());
+}
+
+class Caps final : public AlgorithmBase<Caps> {
+ public:
+  // device_resident: a GPU run, whose dealt rounds are never balanced (its products are queued,
+  // not timed on the host).
+  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f, bool device_resident)
+      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
+    const int S = static_cast<int>(steps_.size());
+    auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
+    dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
+    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid(mfac).first;  // dealt: column chunks only
+    top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
+    pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
+    pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
+    pc_ = piece(s.m, s.n, top_.lm(), top_.ln());
+    // Communicators of every BFS level, made once (collective, so every rank builds the same):
+    // the 7 peers share a row part and a position r = qc div 7; group g = qc mod 7.
+    const Comm* cur = &world_;
+    for (CapsStep c : steps_) {
+      if (c != CapsStep::bfs) continue;
+      const int q = cur->rank(), qr = q % mr, qc = q / mr;
+      peers_.push_back(cur->split(qc / 7 * mr + qr, qc % 7));
+      groups_.push_back(cur->split(qc % 7, qc / 7 * mr + qr));
+      cur = &groups_.back();
+    }
+    // The leaf grid's rows (same row part) and columns (same column chunk); dealt steps have no
+    // shared leaf.
+    const int lq = cur->rank();
+    if (dealt_levels_ == 0) {
+      leaf_rows_ = cur->split(lq % mr, lq / mr);
+      leaf_cols_ = cur->split(lq / mr, lq % mr);
+    }
+    const index_t P = cur->size();
+    balanced_ = !device_resident && balance_.on && P > 1 && pow7(dealt_levels_) > 2 * P;
+  }
+
+  std::string name() const override { return "caps"; }
+  // Per level of the recursion: forming S and T (BFS: all seven at once; DFS: each product's),
+  // the BFS exchanges in and out (DFS: none), combining C; then the leaves and the layout copies.
+  enum Phase { kSums, kExchangeIn, kExchangeOut, kCombine, kPerLevel };
+  std::vector<std::string> phase_names() const override {
+    std::vector<std::string> v;
+    for (std::size_t d = 0; d < steps_.size(); ++d) {
+      const std::string l = "level " + std::to_string(d) + " (" +
+                            (steps_[d] == CapsStep::bfs ? "BFS" : steps_[d] == CapsStep::dfs ? "DFS" : "dealt") + ") ";
+      for (const char* what : {"forming S, T", "exchange in", "exchange out", "combining C"}) v.push_back(l + what);
+    }
+    v.insert(v.end(), {"leaf: panel broadcasts (not hidden)", "leaf: local multiply", "pack/unpack (padding, Z order)"});
+    return v;
+  }
+  std::size_t level_phase(int depth, Phase p) const { return std::size_t(depth) * kPerLevel + p; }
+  std::size_t tail_phase(int which) const { return steps_.size() * kPerLevel + std::size_t(which); }
+  std::string layout() const override {
+    const std::string ranks = dealt_levels_ > 0 && k7_ == 0 ? std::to_string(m_) : std::to_string(m_) + " * 7^" + std::to_string(k7_);
+    return "P = " + ranks + ", steps " + (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name +
+           ", padded to " + std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+  bool strassen_like() const override { return true; }
+  double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    return static_cast<std::size_t>(caps_peak_words(s_, world_.size(), steps_, e, dt) * double(size_of(dt)));
+  }
+
+  // The schedule itself, run as each rank in a counting space (counting_space.hpp) on addresses
+  // alone; dealt rounds counted round-robin (the balancer moves subproblems, and their words, at
+  // run time).
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    double flops_sum = 0, unit = 0;
+    for (int r = 0; r < world_.size(); ++r) {
+      CountingSpace cs;
+      Counted k;
+      for (std::size_t b : device_buffer_bytes(Dtype::f64)) k.bufs.push_back(cs.alloc(b));
+      Stage st = top_, end = top_;
+      st.rank = end.rank = r;
+      double repeats = 1;  // the dealt stage's entries (DFS steps above it)
+      for (CapsStep c : steps_) {
+        if (c == CapsStep::dealt) break;
+        if (c == CapsStep::bfs) k.comms.peers.push_back(cs.comm_as(end.qc() % 7, 7));
+        repeats *= c == CapsStep::dfs ? 7 : 1;
+        end = c == CapsStep::bfs ? end.child_bfs() : end.child_dfs();
+      }
+      k.comms.dealt = cs.comm_as(end.rank, end.P);
+      k.comms.rows = cs.comm_as(end.qc(), end.Qc()), k.comms.cols = cs.comm_as(end.qr(), end.mr);
+      struct Counting {  // (only counted_ changes, and back, however the run ends)
+        Caps* self;
+        ~Counting() { self->counted_ = nullptr; }
+      } on{const_cast<Caps*>(this)};
+      on.self->counted_ = &k;
+      on.self->recurse<double>(cs, st, 0, k.bufs[0].as<double>(), k.bufs[1].as<double>(), k.bufs[2].as<double>());
+      // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
+      const SpaceCounts& n = cs.counts;
+      acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
+      flops_sum += n.flops;
+      if (dealt_levels_ > 0) unit = repeats * 2.0 * double(end.lm()) * double(end.ln()) * double(end.lk());
+    }
+    CommEstimate e = acc.done(world_.size());
+    e.balanced = balanced_, e.flops_mean = flops_sum / world_.size(), e.flops_unit = unit;
+    return e;
+  }
+
+  // One schedule for host and device memory: the sums and combinations of quadrants as fused
+  // passes on the compute lane, the BFS exchanges and the leaf SUMMA's broadcasts on the comm lane
+  // (grouped: all seven peers' transfers at once), the leaf products through the engine.
+  static constexpr bool kOneSchedule = true;
+  void forget_comms() override { comms_ = {}; }
+  void prepare_comms(DeviceSpace& sp) override {
+    if (comms_.ready) return;
+    for (const Comm& p : peers_) comms_.peers.push_back(sp.comm(p));
+    if (dealt_levels_ > 0) {
+      comms_.dealt = sp.comm(groups_.empty() ? world_ : groups_.back());
+    } else {
+      comms_.rows = sp.comm(leaf_rows_);
+      comms_.cols = sp.comm(leaf_cols_);
+    }
+    comms_.ready = true;
+  }
+  // Buffers: 0-2 the top's A, B and C in Z order; then kLevelBuffers per level (sums of A,
+  // sums of B, products, the subproblem's A, B and C, exchange staging; a dealt level below the
+  // first: its stored sums of A and B and partial product); then the leaf SUMMA's two A and two
+  // B panels; last, with dealt steps, two of each of their round buffers (dealt_buffer).
+  static constexpr std::size_t kLevelBuffers = 7;
+  std::size_t level_buffer(int depth, int i) const { return 3 + std::size_t(depth) * kLevelBuffers + std::size_t(i); }
+  std::size_t leaf_buffer(int i) const { return 3 + steps_.size() * kLevelBuffers + std::size_t(i); }
+  enum DealtBuffer { kSendA, kSendB, kSubA, kSubB, kSubC, kProductsIn, kDealtBuffers };
+  std::size_t dealt_buffer(DealtBuffer which, int slot) const { return leaf_buffer(4) + 2 * std::size_t(which) + std::size_t(slot); }
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    const std::size_t e = size_of(dt);
+    std::vector<std::size_t> b(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);
+    b[0] = std::size_t(top_.a_len()) * e, b[1] = std::size_t(top_.b_len()) * e, b[2] = std::size_t(top_.c_len()) * e;
+    Stage st = top_;
+    for (std::size_t d = 0; d < steps_.size(); ++d) {
+      const std::size_t qa = std::size_t(st.a_len() / 4) * e, qb = std::size_t(st.b_len() / 4) * e,
+                        qc = std::size_t(st.c_len() / 4) * e;
+      std::size_t* L = &b[level_buffer(int(d), 0)];
+      if (steps_[d] == CapsStep::dealt) {  // the dealt stage (the last steps)
+        for (int l = 1; l < st.steps; ++l) {
+          std::size_t* Ll = &b[level_buffer(int(d) + l, 0)];
+          Ll[0] = std::size_t(st.a_len() >> (2 * l)) * e, Ll[1] = std::size_t(st.b_len() >> (2 * l)) * e;
+          Ll[2] = std::size_t(st.c_len() >> (2 * l)) * e;
+        }
+        const std::size_t lm = std::size_t(st.lm()), lk = std::size_t(st.lk()), ln = std::size_t(st.ln());
+        const std::size_t P = std::size_t(st.P), wk = std::size_t(chunk_width(st.lk(), st.rank, st.P)),
+                          wn = std::size_t(chunk_width(st.ln(), st.rank, st.P));
+        for (int slot = 0; slot < 2; ++slot) {  // a round's chunks of up to P sums and products
+          b[dealt_buffer(kSendA, slot)] = P * lm * wk * e, b[dealt_buffer(kSendB, slot)] = P * lk * wn * e;
+          b[dealt_buffer(kSubA, slot)] = lm * lk * e, b[dealt_buffer(kSubB, slot)] = lk * ln * e;
+          b[dealt_buffer(kSubC, slot)] = lm * ln * e, b[dealt_buffer(kProductsIn, slot)] = P * lm * wn * e;
+        }
+        return b;
+      }
+      if (steps_[d] == CapsStep::dfs) {
+        L[0] = qa, L[1] = qb, L[2] = qc;
+        st = st.child_dfs();
+      } else {
+        const Stage ch = st.child_bfs();
+        L[0] = 7 * qa, L[1] = 7 * qb, L[2] = 7 * qc;
+        L[3] = std::size_t(ch.a_len()) * e, L[4] = std::size_t(ch.b_len()) * e, L[5] = std::size_t(ch.c_len()) * e;
+        L[6] = ch.leaves() > 1 ? std::max({L[3], L[4], L[5]}) : 0;  // (one leaf: transfers land in place)
+        st = ch;
+      }
+    }
+    if (st.P > 1) {
+      index_t wmax = 0;
+      for (const LeafPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.w);
+      b[leaf_buffer(0)] = b[leaf_buffer(1)] = std::size_t(st.rows_of(st.lm()) * wmax) * e;
+      b[leaf_buffer(2)] = b[leaf_buffer(3)] = std::size_t(wmax * st.cols_of(st.ln())) * e;
+    }
+    return b;
+  }
+  GemmShape device_gemm_shape() const override {
+    Stage st = top_;
+    for (CapsStep c : steps_) {
+      if (c == CapsStep::dealt) return {st.lm(), st.ln(), st.lk()};  // whole subproblems
+      st = c == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
+    }
+    return {st.rows_of(st.lm()), st.cols_of(st.ln()), st.lk()};
+  }
+
+  template <class T>
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    reset_phases();
+    T *a = buffer<T>(0), *b = buffer<T>(1), *c = buffer<T>(2);
+    phase(tail_phase(2), [&] {
+      pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a, top_.a_len());
+      pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b, top_.b_len());
+    });
+    recurse<T>(sp, top_, 0, a, b, c);
+    step_done(1, 1);
+    phase(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
+      for_each_part_block(s_.m, s_.n, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+        sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, c + z, ld(h), nr, cnt, alpha, beta);
+      });
+    });
+  }
+
+ private:
+  // Calls f(offset in the Z-ordered buffer, nr, cnt, local row, local column, h) for the blocks
+  // of this rank's part of the padded layout that hold data: nr rows and cnt columns of the piece.
+  template <class F>
+  void for_each_part_block(index_t rows, index_t cols, index_t lr, index_t lc, F&& f) const {
+    const index_t nb = index_t(1) << top_.steps, h = top_.rows_of(lr), w = top_.cols_of(lc);
+    const index_t r0 = chunk_begin(lr, top_.qr(), top_.mr), c0 = chunk_begin(lc, top_.qc(), top_.Qc());
+    index_t first_col = 0;
+    for (index_t bj = 0; bj < nb; ++bj) {
+      const index_t cnt = std::clamp<index_t>(cols - (bj * lc + c0), 0, w);  // a prefix of the chunk
+      index_t first_row = 0;
+      for (index_t bi = 0; bi < nb; ++bi) {
+        const index_t nr = std::clamp<index_t>(rows - (bi * lr + r0), 0, h);
+        if (nr > 0 && cnt > 0) f(z_index(bi, bj, top_.steps) * h * w, nr, cnt, first_row, first_col, h);
+        first_row += nr;
+      }
+      first_col += cnt;
+    }
+  }
+  // The user's piece into the Z-ordered, zero-padded leaf parts.
+  template <class T>
+  void pack(DeviceSpace& sp, MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out,
+            index_t len) const {
+    sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
+    for_each_part_block(rows, cols, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+      sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
+    });
+  }
+
+  template <class T>
+  void recurse(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
+    if (st.steps == 0) return leaf<T>(sp, st, a, b, c);
+    if (steps_[depth] == CapsStep::dealt) return dealt<T>(sp, st, depth, a, b, c);
+    const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
+    auto buf = [&](int i) { return buffer<T>(level_buffer(depth, i)); };
+    if (steps_[depth] == CapsStep::dfs) {
+      const Stage ch = st.child_dfs();
+      T *s = buf(0), *t = buf(1), *mprod = buf(2);
+      std::array<bool, 4> touched{};
+      for (int j = 0; j < 7; ++j) {
+        phase(level_phase(depth, kSums), [&] {
+          form_sums<T>(sp, a, qa, f_.a, j, j + 1, &s);
+          form_sums<T>(sp, b, qb, f_.b, j, j + 1, &t);
+        });
+        recurse<T>(sp, ch, depth + 1, s, t, mprod);
+        if (depth == 0 && !counted_) step_done(j + 1, 8);  // the top-level DFS products
+        phase(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
+      }
+      return;
+    }
+    // BFS: sums for all seven products, all-to-all among the 7 peers, recurse in the group.
+    const Stage ch = st.child_bfs();
+    DeviceComm& peers = *comms().peers[std::size_t(bfs_level(depth))];
+    T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
+    phase(level_phase(depth, kSums), [&] {
+      for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
+        T* os[4] = {s + j0 * qa, s + (j0 + 1) * qa, s + (j0 + 2) * qa, s + (j0 + 3) * qa};
+        T* ot[4] = {t + j0 * qb, t + (j0 + 1) * qb, t + (j0 + 2) * qb, t + (j0 + 3) * qb};
+        form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), os);
+        form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), ot);
+      }
+    });
+    const index_t L = ch.leaves(), rows_a = st.rows_of(st.lm()), rows_b = st.rows_of(st.lk());
+    const int r = st.qc() / 7, g = st.qc() % 7;
+    // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns.
+    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
+    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
+    phase(level_phase(depth, kExchangeIn), [&] {
+      exchange<T>(sp, peers, true, s, qa, sub_a, L, rows_a, wa, g, tmp);
+      exchange<T>(sp, peers, true, t, qb, sub_b, L, rows_b, wb, g, tmp);
+      sp.compute_waits_for_comm();
+    });
+    recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
+    phase(level_phase(depth, kExchangeOut), [&] {
+      exchange<T>(sp, peers, false, mall, qc, sub_c, L, rows_a, wb, g, tmp);
+      sp.compute_waits_for_comm();
+    });
+    phase(level_phase(depth, kCombine), [&] {
+      for (int q = 0; q < 4; ++q) {  // C_q = sum_j c[j][q] M_j (at most four terms in either formula)
+        DeviceSpace::Combination k;
+        k.n_out = 1, k.out[0] = c + q * qc;
+        for (int j = 0; j < 7; ++j)
+          if (f_.c[j][q] != 0) k.coef[0][std::size_t(k.n_in)] = f_.c[j][q], k.in[std::size_t(k.n_in++)] = mall + j * qc;
+        if (qc > 0) sp.combine(qc, k, dtype_of<T>());
+      }
+    });
+  }
+  // The BFS all-to-all among the 7 peers, on the comm lane. In: sends sums[p] (quarter elements:
+  // L leaf chunks of rows x w(me)) to peer p and assembles the subproblem `sub`: per leaf, the 7
+  // peers' column chunks side by side. Out (in = false): the reverse, from the group's product
+  // `sub` into this rank's chunks of all seven products (`sums`). One leaf: the chunks travel in
+  // place; more: peer p's L runs of rows x w(p) go through `tmp`, whole.
+  template <class T, class Width>
+  void exchange(DeviceSpace& sp, DeviceComm& peers, bool in, T* sums, index_t quarter, T* sub, index_t L,
+                index_t rows, Width w, int me, T* tmp) const {
+    std::array<index_t, 8> off{};
+    for (int p = 0; p < 7; ++p) off[std::size_t(p + 1)] = off[std::size_t(p)] + w(p);
+    const index_t total_w = off[7];
+    auto staged = [&](int p) { return L == 1 ? sub + off[std::size_t(p)] * rows : tmp + L * rows * off[std::size_t(p)]; };
+    auto restage = [&](int p, bool to_sub) {  // between peer p's runs in `sub` and `from`, contiguous
+      T* from = p == me ? sums + me * quarter : tmp + L * rows * off[std::size_t(p)];
+      T* in_sub = sub + off[std::size_t(p)] * rows;
+      if (rows * w(p) == 0 || L == 0 || (L == 1 && p != me)) return;
+      if (to_sub) sp.copy(in_sub, rows * total_w, from, rows * w(p), rows * w(p), L, Lane::comm);
+      else sp.copy(from, rows * w(p), in_sub, rows * total_w, rows * w(p), L, Lane::comm);
+    };
+    sp.comm_waits_for_compute();
+    if (!in)
+      for (int p = 0; p < 7; ++p) restage(p, false);
+    peers.group_start();
+    for (int p = 0; p < 7; ++p) {
+      if (p == me) continue;
+      if (quarter > 0) in ? peers.send(sums + p * quarter, quarter, p) : peers.recv(sums + p * quarter, quarter, p);
+      if (rows * w(p) > 0) in ? peers.recv(staged(p), L * rows * w(p), p) : peers.send(staged(p), L * rows * w(p), p);
+    }
+    peers.group_end();
+    if (in)
+      for (int p = 0; p < 7; ++p) restage(p, true);
+  }
+
+  // ---- Dealt steps (X): the last L levels' 7^L subproblems dealt in rounds over the stage ----
+  // The sums of the dealt levels above the last, as formed so far: level l holds (at[l]) the sum
+  // of prefix[l] (j div 7^(L-l)), in store[l] or, where the formula takes one quadrant alone
+  // (Strassen's A11, A22; Winograd's A11, A12, A22), in place in its parent; from_x[l]: that
+  // place lies in the stage's own A or B, which no dealt step overwrites.
+  template <class T>
+  struct DealtSums {
+    std::vector<T*> store;
+    std::vector<const T*> at;
+    std::vector<index_t> prefix;
+    std::vector<bool> from_x;
+    explicit DealtSums(int L) : store(std::size_t(L) + 1), at(std::size_t(L) + 1), prefix(std::size_t(L) + 1, -1),
+                                from_x(std::size_t(L) + 1) {}
+  };
+  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) for the stage's
+  // chunk x (len elements): each level's sum is formed when its prefix first appears (j only
+  // grows within a dealt step); the last level's into `out`, or not at all where it is one
+  // quadrant of x itself. Returns where the chunk lies. (A last-level quadrant of a stored sum is
+  // copied: the next prefix overwrites the store while the chunk may still be on its way.)
+  template <class T>
+  const T* dealt_sum(DeviceSpace& sp, int depth, index_t j, int L, const T* x, index_t len, const int (&coef)[7][4],
+                     DealtSums<T>& s, T* out) {
+    const T* parent = x;
+    bool parent_in_x = true;
+    for (int l = 1; l <= L; ++l) {
+      const auto i = std::size_t(l);
+      len /= 4;
+      const index_t pre = j / pow7(L - l);
+      if (l == L || s.prefix[i] != pre) {
+        const int d = digit(j, l, L);
+        const Used u = used_quadrants(coef, d);
+        if (u.n == 1 && coef[d][u.q[0]] == 1 && (l < L || parent_in_x)) {
+          s.at[i] = parent + u.q[0] * len, s.from_x[i] = parent_in_x;
+        } else {
+          T* dst = l == L ? out : s.store[i];
+          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
+          s.at[i] = dst, s.from_x[i] = false;
+        }
+        s.prefix[i] = pre;
+      }
+      parent = s.at[i], parent_in_x = s.from_x[i];
+    }
+    return parent;
+  }
+  // Subproblem j's product chunk q (blk_c elements) into C through the stack: level L - 1's
+  // partial product (C itself when L = 1) takes it; a level whose seventh child is in passes
+  // its sum one level up and starts afresh.
+  template <class T>
+  void dealt_product(DeviceSpace& sp, int depth, index_t j, int L, const T* q, index_t blk_c, T* c,
+                     const std::vector<T*>& stack, std::vector<std::array<bool, 4>>& touched) {
+    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
+    index_t quarter = blk_c;
+    auto add = [&](int l, const T* M, int d) {
+      phase(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
+    };
+    add(L - 1, q, digit(j, L, L));
+    for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {  // (every quadrant got a product)
+      quarter *= 4;
+      add(l - 1, level(l), digit(j, l, L));
+      touched[std::size_t(l)] = {};
+    }
+  }
+  // Round t + 1's sums formed (compute lane) and sent to their owners (comm lane, one group per
+  // round and direction) during round t's product; round t's products back during round t + 1's.
+  // Markers order the lanes buffer by buffer: 2 + slot: round t's operands in, 4 + slot: its
+  // products back. Balanced: the plan beyond round 1 waits for the gathered round-0 times.
+  template <class T>
+  void dealt(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
+    const int L = st.steps, P = st.P, me = st.rank;
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    auto cwk = [&](int r) { return chunk_width(lk, r, P); };
+    auto cwn = [&](int r) { return chunk_width(ln, r, P); };
+    const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
+    DealtPlan plan;
+    plan.J = pow7(L);
+    if (balanced_) plan.add(P), plan.add(P);
+    else
+      while (plan.J - plan.next >= P) plan.add(P);  // whole rounds; the rest split (split_product)
+    std::vector<double> times(std::size_t(P), 0.0);
+    double my_time = 0;
+    MPI_Request gather = MPI_REQUEST_NULL;
+    auto extend_to = [&](std::size_t t) {  // the balanced plan's rounds up to t
+      while (balanced_ && plan.steps.size() <= t && plan.next < plan.J) {
+        if (plan.w.empty()) {
+          phase(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
+          std::vector<double> sorted = times;
+          std::sort(sorted.begin(), sorted.end());
+          const double med = sorted[(sorted.size() - 1) / 2];  // (the lower median: at P = 2, the faster)
+          for (double ti : times) plan.w.push_back(ti > 0 && med > 0 ? std::clamp(med / ti, 0.05, 1.0) : 1.0);
+        }
+        plan.add(P);
+      }
+    };
+    DeviceComm& comm = *comms().dealt;
+    DealtSums<T> sa(L), sb(L);
+    std::vector<T*> cm(std::size_t(L), nullptr);
+    for (int l = 1; l < L; ++l) {
+      sa.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 0));
+      sb.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 1));
+      cm[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 2));
+    }
+    auto buf = [&](DealtBuffer w, std::size_t t) { return buffer<T>(dealt_buffer(w, int(t % 2))); };
+    std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
+    std::array<std::vector<const T*>, 2> from_a, from_b;
+    const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
+    auto in_mark = [](std::size_t t) { return 2 + int(t % 2); };
+    auto out_mark = [](std::size_t t) { return 4 + int(t % 2); };
+    auto own_a = [&](std::size_t t) { return buf(kSubA, t) + chunk_begin(lk, me, P) * lm; };
+    auto own_b = [&](std::size_t t) { return buf(kSubB, t) + chunk_begin(ln, me, P) * lk; };
+    auto post_in = [&](std::size_t t) {  // round t - 2's product has read the operands: queued before
+      const DealtStep& s = plan.steps[t];
+      const std::size_t n = s.owners.size(), sl = t % 2;
+      from_a[sl].assign(n, nullptr), from_b[sl].assign(n, nullptr);
+      const int mine = plan.index_of(t, me);
+      for (std::size_t i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
+        T* oa = int(i) == mine ? own_a(t) : buf(kSendA, t) + index_t(i) * blk_a;
+        T* ob = int(i) == mine ? own_b(t) : buf(kSendB, t) + index_t(i) * blk_b;
+        from_a[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa);
+        from_b[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob);
+      }
+      phase(x_in, [&] {
+        sp.comm_waits_for_compute();
+        comm.group_start();
+        if (mine >= 0)
+          for (int r = 0; r < P; ++r) {
+            if (r == me) continue;
+            if (lm * cwk(r) > 0) comm.recv(buf(kSubA, t) + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
+            if (lk * cwn(r) > 0) comm.recv(buf(kSubB, t) + chunk_begin(ln, r, P) * lk, lk * cwn(r), r);
+          }
+        for (std::size_t i = 0; i < n; ++i) {
+          if (int(i) == mine) continue;
+          if (blk_a > 0) comm.send(from_a[sl][i], blk_a, s.owners[i]);
+          if (blk_b > 0) comm.send(from_b[sl][i], blk_b, s.owners[i]);
+        }
+        comm.group_end();
+        if (mine >= 0) {  // (a chunk that is a quadrant of A or B itself)
+          const T *fa = from_a[sl][std::size_t(mine)], *fb = from_b[sl][std::size_t(mine)];
+          if (fa != own_a(t)) sp.copy(own_a(t), blk_a, fa, blk_a, blk_a, 1, Lane::comm);
+          if (fb != own_b(t)) sp.copy(own_b(t), blk_b, fb, blk_b, blk_b, 1, Lane::comm);
+        }
+        sp.mark(Lane::comm, in_mark(t));
+      });
+    };
+    auto post_out = [&](std::size_t t) {  // after the round's product
+      const DealtStep& s = plan.steps[t];
+      const int mine = plan.index_of(t, me);
+      phase(x_out, [&] {
+        sp.comm_waits_for_compute();
+        comm.group_start();
+        if (blk_c > 0)
+          for (std::size_t i = 0; i < s.owners.size(); ++i)
+            if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, s.owners[i]);
+        if (mine >= 0)
+          for (int r = 0; r < P; ++r)
+            if (r != me && lm * cwn(r) > 0) comm.send(buf(kSubC, t) + chunk_begin(ln, r, P) * lm, lm * cwn(r), r);
+        comm.group_end();
+        sp.mark(Lane::comm, out_mark(t));
+      });
+    };
+    auto combine_round = [&](std::size_t t) {  // once the round's products are here
+      phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
+      if (blk_c == 0) return;
+      const DealtStep& s = plan.steps[t];
+      for (std::size_t i = 0; i < s.owners.size(); ++i) {
+        const T* q = s.owners[i] == me ? buf(kSubC, t) + chunk_begin(ln, me, P) * lm : buf(kProductsIn, t) + index_t(i) * blk_c;
+        dealt_product<T>(sp, depth, s.j0 + index_t(i), L, q, blk_c, c, cm, touched);
+      }
+    };
+    // The last J mod P subproblems (unbalanced), each split over all ranks: rank r forms its
+    // chunks of S_j and T_j, S_j's chunks are allgathered, and rank r multiplies S_j by its own
+    // chunk of T_j, which gives its own chunk of the product, combined as a dealt one is. Round
+    // 0's buffers are free again (the comm lane is waited for first).
+    auto split_product = [&](index_t j) {
+      T* s_all = buffer<T>(dealt_buffer(kSubA, 0));
+      T* t_mine = buffer<T>(dealt_buffer(kSendB, 0));
+      T* product = buffer<T>(dealt_buffer(kSubC, 0));
+      T* s_mine = s_all + chunk_begin(lk, me, P) * lm;
+      const T* fs = dealt_sum<T>(sp, depth, j, L, a, st.a_len(), f_.a, sa, s_mine);
+      const T* ft = dealt_sum<T>(sp, depth, j, L, b, st.b_len(), f_.b, sb, t_mine);
+      phase(x_in, [&] {
+        sp.comm_waits_for_compute();
+        comm.group_start();
+        for (int r = 0; r < P; ++r) {
+          if (r == me) continue;
+          if (blk_a > 0) comm.send(fs, blk_a, r);
+          if (lm * cwk(r) > 0) comm.recv(s_all + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
+        }
+        comm.group_end();
+        if (fs != s_mine) sp.copy(s_mine, blk_a, fs, blk_a, blk_a, 1, Lane::comm);
+        sp.compute_waits_for_comm();
+      });
+      phase(tail_phase(1), [&] {
+        sp.gemm<T>(Op::N, Op::N, lm, cwn(me), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
+      });
+      if (blk_c > 0) dealt_product<T>(sp, depth, j, L, static_cast<const T*>(product), blk_c, c, cm, touched);
+    };
+    if (!plan.steps.empty()) post_in(0);
+    for (std::size_t t = 0; t < plan.steps.size(); ++t) {
+      extend_to(t + 1);  // (may grow plan.steps)
+      if (t + 1 < plan.steps.size()) post_in(t + 1);
+      phase(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
+      if (plan.index_of(t, me) >= 0) {
+        if (t >= 2) phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
+        const double t0 = MPI_Wtime();
+        phase(tail_phase(1), [&] {
+          sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
+        });
+        if (t == 0) my_time = (MPI_Wtime() - t0) * (me == balance_.skew_rank ? balance_.skew : 1.0);
+      }
+      if (t == 0 && balanced_ && !counted_)  // one double per rank, outside the counted words
+        MPI_Iallgather(&my_time, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, (groups_.empty() ? world_ : groups_.back()).get(), &gather);
+      if (t >= 1) combine_round(t - 1);
+      post_out(t);
+      if (depth == 0 && !counted_) step_done(int(t + 1), int(plan.steps.size()));
+    }
+    if (!plan.steps.empty()) combine_round(plan.steps.size() - 1);
+    sp.compute_waits_for_comm();
+    for (index_t j = plan.next; j < plan.J; ++j) split_product(j);
+    sp.compute_waits_for_comm();
+    if (gather != MPI_REQUEST_NULL) MPI_Wait(&gather, MPI_STATUS_IGNORE);
+  }
+
+  int bfs_level(int depth) const {
+    int b = 0;
+    for (int d = 0; d < depth; ++d) b += steps_[std::size_t(d)] == CapsStep::bfs;
+    return b;
+  }
+
+  // One rank multiplies alone; m > 1 ranks share the leaf as an mr x mc grid: SUMMA over the
+  // k-panels, A's panel broadcast along the grid row (from where it lies) and B's along the grid
+  // column (packed by its holder), the next panel's broadcasts during this panel's product.
+  template <class T>
+  void leaf(DeviceSpace& sp, const Stage& st, const T* a, const T* b, T* c) {
+    const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
+    const index_t h = st.rows_of(lm), wn = st.cols_of(ln);
+    if (st.P == 1) {
+      phase(tail_phase(1), [&] { sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, ld(lm), b, ld(lk), T(0), c, ld(lm)); });
+      return;
+    }
+    const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
+    const index_t hb = st.rows_of(lk);
+    const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
+    T* abuf[2] = {buffer<T>(leaf_buffer(0)), buffer<T>(leaf_buffer(1))};
+    T* bbuf[2] = {buffer<T>(leaf_buffer(2)), buffer<T>(leaf_buffer(3))};
+    std::array<const T*, 2> ap{};
+    if (panels.empty()) sp.zero(c, std::size_t(h * wn) * sizeof(T), Lane::compute);
+    auto held = sp.hold_output(c, h, wn, ld(h));  // C may stay on a staging GPU across the panels
+    pipeline(
+        sp, int(panels.size()),
+        [&](int t) {
+          const LeafPanel& p = panels[std::size_t(t)];
+          T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
+          if (qr == p.b_root) sp.copy(bbuf[t % 2], ld(p.w), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.w, wn, Lane::comm);
+          phase(tail_phase(0), [&] {
+            comms().rows->broadcast(asrc, h * p.w, p.a_root);
+            comms().cols->broadcast(bbuf[t % 2], p.w * wn, p.b_root);
+          });
+          ap[std::size_t(t % 2)] = asrc;
+        },
+        [&](int t) {
+          const index_t w = panels[std::size_t(t)].w;
+          phase(tail_phase(1), [&] {
+            sp.gemm<T>(Op::N, Op::N, h, wn, w, T(1), ap[std::size_t(t % 2)], ld(h), bbuf[t % 2], ld(w),
+                       t == 0 ? T(0) : T(1), c, ld(h));
+          });
+        },
+        [&](auto&& wait) { phase(tail_phase(0), wait); });
+  }
+
+  // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
+  // (both clipped to the matrix: the rest is padding).
+  Piece piece(index_t rows, index_t cols, index_t leaf_rows, index_t leaf_cols) const {
+    Piece p;
+    const int S = top_.steps;
+    const index_t r0 = chunk_begin(leaf_rows, top_.qr(), top_.mr), h = top_.rows_of(leaf_rows);
+    const index_t c0 = chunk_begin(leaf_cols, top_.qc(), top_.Qc()), w = top_.cols_of(leaf_cols);
+    for (index_t L = 0; L < (index_t(1) << S); ++L) {
+      index_t g0 = L * leaf_rows + r0, g1 = std::min(g0 + h, rows);
+      if (g1 > g0) p.row_runs.push_back({g0, g1 - g0});
+      g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
+      if (g1 > g0) p.col_runs.push_back({g0, g1 - g0});
+    }
+    if (p.col_runs.empty() || p.row_runs.empty()) return Piece();
+    return p;
+  }
+  // Offset, in leaf blocks of a Z-ordered buffer, of leaf block (bi, bj) of a 2^S x 2^S grid.
+  static index_t z_index(index_t bi, index_t bj, int S) {
+    index_t z = 0;
+    for (int bit = S - 1; bit >= 0; --bit) z = z * 4 + ((bi >> bit) & 1) * 2 + ((bj >> bit) & 1);
+    return z;
+  }
+
+  GemmShape s_;
+  int m_, k7_;
+  int dealt_levels_ = 0;
+  CapsSteps steps_;
+  BilinearFormula f_;
+  Comm world_;
+  BalanceSettings balance_{world_};  // (after world_, over which it is agreed)
+  bool balanced_ = false;            // dealt rounds by measured rates (the rule above)
+  Stage top_{};
+  Piece pa_, pb_, pc_;
+  std::vector<Comm> peers_, groups_;
+  Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
+  // Communicators in the space over the Comms above (destroyed before them).
+  struct SpaceComms {
+    std::vector<std::unique_ptr<DeviceComm>> peers;
+    std::unique_ptr<DeviceComm> dealt, rows, cols;
+    bool ready = false;
+  } comms_;
+  // A counting run's buffers and communicators (analytic), else null.
+  struct Counted {
+    std::vector<DeviceBlock> bufs;
+    SpaceComms comms;
+  }* counted_ = nullptr;
+  SpaceComms& comms() { return counted_ ? counted_->comms : comms_; }
+  template <class T>
+  T* buffer(std::size_t i) const {
+    return counted_ ? counted_->bufs[i].template as<T>() : device_buffer<T>(i);
+  }
+  // Phase timers and progress off in a counting run.
+  template <class F>
+  void phase(std::size_t i, F&& f) {
+    if (counted_) f();
+    else timed(i, f);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, int m, int k7, const CapsSteps& steps,
+                                                  const BilinearFormula& f, bool device_resident) {
+  return std::make_unique<Caps>(world, s, m, k7, steps, f, device_resident);
+}
+
+}  // namespace distmm

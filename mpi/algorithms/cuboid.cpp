@@ -1,0 +1,401 @@
+// Cuboid: a classical algorithm that is communication-optimal on every shape and rank count,
+// with the decomposition of COSMA (Kwasniewski, Kabic, Besta, VandeVondele, Solca & Hoefler,
+// SC 2019) and of the 3-D algorithms it generalises (Agarwal et al. 1995; Solomonik & Demmel
+// 2011). The m x n x k iteration space is cut into pm x pn x pk cuboids, one per rank, with
+// pm pn pk <= P (a few ranks stay idle where P factors badly, e.g. a prime P, when the cost
+// model says so); rank (i, j, l) multiplies A(i, l) B(l, j) into a partial sum of C(i, j).
+//
+// Layout (the algorithm's own, like DNS's): A(i, l) is split by columns over the pn ranks
+// (i, *, l) that all need it, B(l, j) by columns over the pm ranks (*, j, l), and C(i, j) by
+// columns over the pk ranks (i, j, *) that sum it. So every rank starts with 1/P of each matrix,
+// and the whole communication is
+//   allgather A(i, l) among (i, *, l), allgather B(l, j) among (*, j, l), multiply,
+//   reduce-scatter C(i, j) among (i, j, *),
+// words per rank  mk/(pm pk) (pn-1)/pn + kn/(pk pn) (pm-1)/pm + mn/(pm pn) (pk-1)/pk, which the
+// grid choice minimises (with the flops per rank) and which meets the memory-independent lower
+// bound's three cases (Demmel et al., IPDPS 2013) up to the grid's rounding.
+//
+// Sequential steps: when the gathered blocks do not fit the memory limit, k is cut into s steps
+// (COSMA's sequential steps); each step gathers one k-slice of A(i, l) and B(l, j) while the
+// previous one is multiplied, so the words stay the same and the memory falls by s. The C
+// partial stays put across the steps.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "algorithms.hpp"
+#include "cost_model.hpp"
+#include "../runtime/grid.hpp"
+#include "../runtime/pipeline.hpp"
+#include "../../src/core/system.hpp"
+
+namespace distmm {
+namespace {
+
+struct CuboidGrid {
+  int pm = 1, pn = 1, pk = 1, steps = 1;
+  int used() const { return pm * pn * pk; }
+};
+
+// Peak words a rank holds (a ceiling: blocks rounded up).
+double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk), kc = std::ceil(kl / g.steps);
+  // own pieces of A, B and C, two gathered k-slices of A and B, B's send slice, the C partial
+  // and the reduced columns
+  const double own = mi * kl / g.pn + kl * nj / g.pm + mi * nj / g.pk;
+  const double slices = (g.pn > 1 ? 2 * mi * kc : 0) + (g.pm > 1 ? 2 * kc * nj + kc * nj / g.pm : 0);
+  const double partial = g.pk > 1 ? mi * nj + mi * nj / g.pk : 0;
+  return own + slices + partial;
+}
+
+class Cuboid final : public AlgorithmBase<Cuboid> {
+ public:
+  Cuboid(const Comm& world, GemmShape s, CuboidGrid g)
+      : s_(s), g_(g), P_(world.size()), rank_(world.rank()), pm_{s.m, g.pm}, pn_{s.n, g.pn},
+        pk_{s.k, g.pk} {
+    active_ = rank_ < g_.used();
+    // Every rank takes part in the splits (collective); idle ranks get no communicator.
+    if (active_) std::tie(i_, j_, l_) = coords(rank_);
+    a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
+    b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
+    c_comm_ = world.split(active_ ? i_ * g_.pn + j_ : -1, l_);
+    if (!active_) return;
+    pa_ = piece_a(i_, j_, l_), pb_ = piece_b(i_, j_, l_), pc_ = piece_c(i_, j_, l_);
+  }
+
+  std::string name() const override { return "cuboid"; }
+  std::vector<std::string> phase_names() const override {
+    return {"packing B's k-slices", "waiting for the gathers of A and B", "local multiply",
+            "reduce-scatter of C"};
+  }
+  std::string layout() const override {
+    std::string idle = g_.used() < P_ ? ", " + std::to_string(P_ - g_.used()) + " ranks idle" : "";
+    return std::to_string(g_.pm) + "x" + std::to_string(g_.pn) + "x" + std::to_string(g_.pk) +
+           " cuboids (m x n x k)" + idle + ", " + std::to_string(g_.steps) + " k-step" +
+           (g_.steps > 1 ? "s" : "");
+  }
+  // The first k-step's slices; one step alone (where nothing is gathered) is cut at half its k.
+  std::optional<KPrefix> k_prefix() const override {
+    if (g_.steps == 1 && (g_.pm > 1 || g_.pn > 1)) return std::nullopt;  // the gathers need the whole k
+    // none where the first part is empty on every rank (k at most 1 per layer)
+    if ((g_.steps > 1 ? share(pk_.max_size(), g_.steps, 0) : pk_.max_size() / 2) == 0) return std::nullopt;
+    if (!active_) return KPrefix{};
+    const index_t kc = g_.steps > 1 ? step_size(l_, 0) : pk_.size(l_) / 2;
+    return KPrefix{share(kc, g_.pn, j_), kc};
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    return static_cast<std::size_t>(cuboid_peak_words(s_, g_) * double(size_of(dt))) +
+           e.workspace_bytes(pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps, dt);
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int r = 0; r < P_; ++r) {
+      if (r >= g_.used()) {
+        acc.add(0, 0, 0);
+        continue;
+      }
+      auto [i, j, l] = coords(r);
+      const double mi = double(pm_.size(i)), nj = double(pn_.size(j)), kl = double(pk_.size(l));
+      double words = 0, msgs = 0;
+      for (int c = 0; c < g_.steps; ++c) {
+        const index_t kc = step_size(l, c);
+        if (g_.pn > 1) charge(part_counts(kc, g_.pn, pm_.size(i)), j, words, msgs);  // A's k-slice
+        if (g_.pm > 1) charge(part_counts(pn_.size(j), g_.pm, kc), i, words, msgs);  // B's k-slice
+      }
+      if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
+      acc.add(words, msgs, 2 * mi * nj * kl);
+    }
+    return acc.done(P_);
+  }
+
+  // One schedule for host and device memory: the gathers of the next k-step on the comm lane
+  // while this step's product runs on the compute lane. NCCL's gathers and reductions take
+  // equal parts, so between GPUs uneven parts travel padded to the largest (the words counted
+  // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
+  // copy.
+  static constexpr bool kOneSchedule = true;
+  void prepare_comms(DeviceSpace& sp) override {
+    if (!active_ || dev_a_ || dev_b_ || dev_c_) return;
+    if (g_.pn > 1) dev_a_ = sp.comm(a_comm_);
+    if (g_.pm > 1) dev_b_ = sp.comm(b_comm_);
+    if (g_.pk > 1) dev_c_ = sp.comm(c_comm_);
+  }
+  void forget_comms() override { dev_a_.reset(), dev_b_.reset(), dev_c_.reset(); }
+  // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
+  // parts (only where the parts differ and travel padded) and this rank's part packed for
+  // sending; the same for B; then C's partial sum, its padded parts and this rank's reduced
+  // columns. Buffer (which, slot) is device_buffer(2 which + slot), C's at 12, 13, 14.
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    std::vector<std::size_t> b(15, 0);
+    if (!active_) return b;
+    const std::size_t e = size_of(dt);
+    const bool pads = !bound_space() || !bound_space()->takes_uneven_parts();
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
+    bool uneven_a = false;
+    for (int c = 0; c < g_.steps; ++c) uneven_a = uneven_a || step_size(l_, c) % g_.pn != 0;
+    for (int slot = 0; slot < 2; ++slot) {
+      if (g_.pn > 1) {  // A's part is packed where it is uneven or A has a leading dimension
+        b[0 + slot] = std::size_t(mi * kmax) * e;
+        if (uneven_a && pads) b[2 + slot] = std::size_t(mi * share(kmax, g_.pn, 0) * g_.pn) * e;
+        b[4 + slot] = std::size_t(mi * share(kmax, g_.pn, 0)) * e;
+      }
+      if (g_.pm > 1) {
+        b[6 + slot] = std::size_t(kmax * nj) * e;
+        if (nj % g_.pm != 0 && pads) b[8 + slot] = std::size_t(kmax * share(nj, g_.pm, 0) * g_.pm) * e;
+        b[10 + slot] = std::size_t(kmax * share(nj, g_.pm, 0)) * e;
+      }
+    }
+    if (g_.pk > 1) {
+      b[12] = std::size_t(mi * nj) * e;
+      if (nj % g_.pk != 0 && pads) b[13] = std::size_t(mi * share(nj, g_.pk, 0) * g_.pk) * e;
+      b[14] = std::size_t(mi * share(nj, g_.pk, 0)) * e;
+    }
+    return b;
+  }
+  GemmShape device_gemm_shape() const override {
+    return {pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps};
+  }
+
+  template <class T>
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    reset_phases();
+    if (!active_) return;
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
+    const bool gather_a = g_.pn > 1, gather_b = g_.pm > 1, reduce_c = g_.pk > 1;
+    const bool pads = !sp.takes_uneven_parts();
+    const index_t wc_max = share(nj, g_.pk, 0);  // padded part width (the first part is the largest)
+    // which: 0 A gathered, 1 A padded, 2 A sent, 3 B gathered, 4 B padded, 5 B sent
+    auto buf = [&](int which, int slot) { return device_buffer<T>(std::size_t(2 * which + slot)); };
+    // Gathers `parts` parts of rows x (share(cols, parts, q)) columns from `mine` (this rank's
+    // part, leading dimension ld) into `out` (rows x cols, contiguous), through `send` (packed)
+    // and, where the parts differ and travel padded to the first part's width, `padded`.
+    auto gather = [&](DeviceComm& dc, int parts, int me, index_t rows, index_t cols, const T* mine, index_t ld,
+                      T* send, T* padded, T* out, std::size_t pack_phase) {
+      const index_t wmax = share(cols, parts, 0), w = share(cols, parts, me);
+      const bool even = cols % parts == 0 || !pads;
+      if (ld != rows || !even) {  // this rank's part, packed (and padded)
+        timed(pack_phase, [&] { sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm); });
+        mine = send;
+      }
+      if (!pads) return dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
+      dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
+      if (!even)
+        for (int q = 0; q < parts; ++q)
+          sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
+                  std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
+    };
+
+    StepOperands<T> ops[2];
+    index_t a_col0 = 0;
+    auto post = [&](int c, int slot) {
+      const index_t kc = step_size(l_, c), k0 = step_begin(l_, c);
+      const index_t wa = share(kc, g_.pn, j_);
+      StepOperands<T>& o = ops[slot];
+      if (gather_a) {
+        gather(*dev_a_, g_.pn, j_, mi, kc, A.data + a_col0 * A.ld, A.ld, buf(2, slot), buf(1, slot), buf(0, slot),
+               kNoPhase);
+        o.a = buf(0, slot), o.lda = std::max<index_t>(mi, 1);
+      } else {
+        o.a = A.data + a_col0 * A.ld, o.lda = A.ld;
+      }
+      a_col0 += wa;
+      if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j)
+        gather(*dev_b_, g_.pm, i_, kc, nj, B.data + k0, B.ld, buf(5, slot), buf(4, slot), buf(3, slot), 0);
+        o.b = buf(3, slot), o.ldb = std::max<index_t>(kc, 1);
+      } else {
+        o.b = B.data + k0, o.ldb = B.ld;
+      }
+    };
+
+    T* cp = reduce_c ? device_buffer<T>(12) : C.data;
+    const index_t ldc = reduce_c ? std::max<index_t>(mi, 1) : C.ld;
+    // Operands beyond the first k-part (k_prefix) still on their way: steps after the first
+    // wait for them, and one step alone is cut in two products at its prefix.
+    const int rest = rest_mark();
+    const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
+    const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
+    const int steps = g_.steps;
+    pipeline(
+        sp, steps,
+        [&](int c) {
+          if (rest >= 0 && (c > 0 || !part)) sp.wait_mark(Lane::comm, rest);
+          if (rest >= 0 && c == 0 && !part) sp.wait_mark(Lane::compute, rest);
+          post(c, c % 2);
+        },
+        [&](int c) {
+          const T first = c == 0 ? (reduce_c ? T(0) : beta) : T(1);
+          const StepOperands<T>& o = ops[c % 2];
+          const index_t kc = step_size(l_, c);
+          timed(2, [&] {
+            if (cut > 0) {  // the first part's product, then the rest's
+              sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+              sp.wait_mark(Lane::compute, rest);
+              sp.gemm<T>(Op::N, Op::N, mi, nj, kc - cut, alpha, o.a + cut * o.lda, o.lda, o.b + cut, o.ldb, T(1), cp, ldc);
+            } else {
+              if (rest >= 0 && (c > 0 || cut == 0)) sp.wait_mark(Lane::compute, rest);
+              sp.gemm<T>(Op::N, Op::N, mi, nj, kc, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+            }
+          });
+          step_done(c + 1, steps + (reduce_c ? 1 : 0));
+        },
+        [&](auto&& wait) { timed(1, wait); });
+    if (!reduce_c) return;
+    // Sum the pk partials and keep this rank's columns: C = sum + beta C.
+    timed(3, [&] {
+      sp.comm_waits_for_compute();
+      if (!pads) {
+        dev_c_->reduce_scatter_v(cp, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      } else {
+        const T* send = cp;
+        if (nj % g_.pk != 0) {  // parts padded to the widest
+          for (int q = 0; q < g_.pk; ++q)
+            sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1),
+                    cp + mi * share_begin(nj, g_.pk, q), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
+          send = device_buffer<T>(13);
+        }
+        dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      }
+      sp.compute_waits_for_comm();
+    });
+    sp.scale_add<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), T(1), beta);
+    step_done(g_.steps + 1, g_.steps + 1);
+  }
+
+ private:
+  // Part q of `parts` of n (the first n % parts one larger): the split of every block.
+  static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
+  // Elements of each part of a collective over `parts` ranks: `scale` times each share of n.
+  static std::vector<index_t> part_counts(index_t n, int parts, index_t scale) {
+    std::vector<index_t> c(parts);
+    for (int q = 0; q < parts; ++q) c[q] = scale * share(n, parts, q);
+    return c;
+  }
+  // What rank `me` of such a collective is charged (comm.hpp): the other non-empty parts.
+  static void charge(const std::vector<index_t>& counts, int me, double& words, double& msgs) {
+    for (std::size_t q = 0; q < counts.size(); ++q)
+      if (int(q) != me && counts[q] > 0) words += double(counts[q]), msgs += 1;
+  }
+  static index_t share_begin(index_t n, int parts, int q) { return Partition1D{n, parts}.start(q); }
+
+  std::tuple<int, int, int> coords(int r) const {
+    return {r / (g_.pn * g_.pk), r / g_.pk % g_.pn, r % g_.pk};
+  }
+  // k-steps of layer l: step c covers [step_begin, step_begin + step_size) of the block's k.
+  index_t step_size(int l, int c) const { return share(pk_.size(l), g_.steps, c); }
+  index_t step_begin(int l, int c) const { return share_begin(pk_.size(l), g_.steps, c); }
+
+  Piece piece_a(int i, int j, int l) const {
+    Piece p;
+    if (pm_.size(i) == 0) return p;
+    for (int c = 0; c < g_.steps; ++c) {
+      const index_t kc = step_size(l, c), w = share(kc, g_.pn, j);
+      if (w > 0) p.col_runs.push_back({pk_.start(l) + step_begin(l, c) + share_begin(kc, g_.pn, j), w});
+    }
+    if (!p.col_runs.empty()) p.row_runs.push_back({pm_.start(i), pm_.size(i)});
+    else p = Piece();
+    return p;
+  }
+  Piece piece_b(int i, int j, int l) const {
+    return Piece::block(pk_.start(l), pk_.size(l), pn_.start(j) + share_begin(pn_.size(j), g_.pm, i),
+                        share(pn_.size(j), g_.pm, i));
+  }
+  Piece piece_c(int i, int j, int l) const {
+    return Piece::block(pm_.start(i), pm_.size(i), pn_.start(j) + share_begin(pn_.size(j), g_.pk, l),
+                        share(pn_.size(j), g_.pk, l));
+  }
+  GemmShape s_;
+  CuboidGrid g_;
+  int P_, rank_;
+  Partition1D pm_, pn_, pk_;
+  bool active_ = false;
+  int i_ = 0, j_ = 0, l_ = 0;
+  Comm a_comm_, b_comm_, c_comm_;
+  Piece pa_, pb_, pc_;
+  std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
+  static constexpr std::size_t kNoPhase = ~std::size_t(0);
+};
+
+
+// The busiest rank's words for a grid (blocks rounded up): gathered (A and B) and reduced (C).
+struct GridWords {
+  double gathered, reduced;
+};
+GridWords grid_words(GemmShape s, const CuboidGrid& g) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk);
+  return {mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm, mi * nj * (g.pk - 1) / g.pk};
+}
+
+// Predicted seconds of a grid: the busiest rank's flops, words and messages (cost_model.hpp).
+// A reduced word costs its transfer and the pass that adds it in (read, add, write: priced as a
+// second transfer), which the ring reduce-scatter pays at every step.
+double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
+  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
+               kl = std::ceil(double(s.k) / g.pk);
+  const GridWords w = grid_words(s, g);
+  const double msgs = g.steps * double((g.pn - 1) + (g.pm - 1)) + (g.pk - 1);
+  return mm.seconds(2 * mi * nj * kl, (w.gathered + 2 * w.reduced) * double(elem), msgs);
+}
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const int P = world.size();
+  const std::size_t elem = size_of(o.dtype);
+  const MachineModel mm = machine_model(world);
+  const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
+  if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
+    CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};
+    // the product in 64 bits: the sides are anything a user typed
+    const std::int64_t used = std::int64_t(g.pm) * g.pn * g.pk;
+    if (g.pm < 1 || g.pn < 1 || g.pk < 1 || used > P)
+      throw UsageError("--cuboid-grid " + std::to_string(g.pm) + "x" + std::to_string(g.pn) + "x" +
+                       std::to_string(g.pk) + " needs " + std::to_string(used) + " ranks but " +
+                       std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + (P == 1 ? " rank" : " ranks"));
+    return std::make_unique<Cuboid>(world, s, g);
+  }
+  struct Candidate {
+    CuboidGrid grid;
+    double seconds, words;
+  };
+  std::vector<Candidate> candidates;
+  // Every grid of P or slightly fewer ranks (idle ranks pay off where P factors badly), no
+  // dimension cut finer than it is long; the fewest k-steps that fit the memory.
+  const int lowest = std::max(1, int(std::floor(0.75 * P)));
+  for (int used = P; used >= 1; --used) {
+    if (used < lowest && !candidates.empty()) break;  // tiny shapes may fit only a few ranks
+    for (int pm = 1; pm <= used; ++pm) {
+      if (used % pm || pm > std::max<index_t>(s.m, 1)) continue;
+      for (int pn = 1; pn <= used / pm; ++pn) {
+        if ((used / pm) % pn || pn > std::max<index_t>(s.n, 1)) continue;
+        const int pk = used / pm / pn;
+        if (pk > std::max<index_t>(s.k, 1)) continue;
+        CuboidGrid g{pm, pn, pk, 1};
+        const index_t kl = (s.k + pk - 1) / pk;
+        if (o.cuboid_steps > 0) g.steps = o.cuboid_steps;
+        while (o.cuboid_steps == 0 && g.steps < std::max<index_t>(kl, 1) &&
+               cuboid_peak_words(s, g) * double(elem) > limit)
+          g.steps *= 2;
+        g.steps = int(std::min<index_t>(g.steps, std::max<index_t>(kl, 1)));
+        const GridWords w = grid_words(s, g);
+        candidates.push_back({g, predicted(s, g, mm, elem), w.gathered + w.reduced});
+      }
+    }
+  }
+  // Communication-optimal first: of the grids predicted within kWordsFirst of the fastest, the
+  // one that moves the fewest words (on a prime P often a grid of P - 1 ranks, where P ranks in
+  // a line would move several times the lower bound).
+  std::vector<double> seconds, words;
+  for (const Candidate& c : candidates) seconds.push_back(c.seconds), words.push_back(c.words);
+  return std::make_unique<Cuboid>(world, s, candidates[words_first_choice(seconds, words)].grid);
+}
+
+}  // namespace distmm

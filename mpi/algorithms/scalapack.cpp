@@ -1,0 +1,171 @@
+// `--algo scalapack`: ScaLAPACK's P?GEMM (PSGEMM, PDGEMM, PCGEMM, PZGEMM) on the same ranks and problem, as the baseline
+// that benchmarks and users compare with in one run. Block-cyclic nb x nb layout on a pr x pc
+// BLACS grid (the same grid shape SUMMA would choose); the library's own BLAS does the local work.
+#include <mpi.h>
+
+#include "algorithms.hpp"
+#include "../runtime/grid.hpp"
+
+extern "C" {
+int Csys2blacs_handle(MPI_Comm comm);
+void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int ctxt);
+void Cfree_blacs_system_handle(int handle);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb,
+               const int* irsrc, const int* icsrc, const int* ictxt, const int* lld, int* info);
+// P?GEMM, one per type of the dtype list (Fortran ABI: everything by reference; the hidden
+// lengths of the two character arguments are 1 and trail the list, which callers of a C
+// prototype may omit on the platforms ScaLAPACK supports).
+#define DISTMM_PGEMM(NAME, T)                                                                 \
+  void NAME(const char* ta, const char* tb, const int* m, const int* n, const int* k,         \
+            const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,       \
+            const T* b, const int* ib, const int* jb, const int* descb, const T* beta, T* c, \
+            const int* ic, const int* jc, const int* descc);
+DISTMM_PGEMM(psgemm_, float)
+DISTMM_PGEMM(pdgemm_, double)
+DISTMM_PGEMM(pcgemm_, std::complex<float>)
+DISTMM_PGEMM(pzgemm_, std::complex<double>)
+#undef DISTMM_PGEMM
+}
+
+namespace distmm {
+namespace {
+
+// A BLACS process grid over a communicator, released on destruction.
+class BlacsGrid {
+ public:
+  BlacsGrid(const Comm& comm, int pr, int pc) {
+    handle_ = Csys2blacs_handle(comm.get());
+    ctxt_ = handle_;
+    Cblacs_gridinit(&ctxt_, "Row", pr, pc);
+    int npr, npc;
+    Cblacs_gridinfo(ctxt_, &npr, &npc, &row_, &col_);
+  }
+  ~BlacsGrid() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    Cblacs_gridexit(ctxt_);
+    Cfree_blacs_system_handle(handle_);
+  }
+  BlacsGrid(const BlacsGrid&) = delete;
+  BlacsGrid& operator=(const BlacsGrid&) = delete;
+  int ctxt() const { return ctxt_; }
+  int row() const { return row_; }
+  int col() const { return col_; }
+
+ private:
+  int handle_ = 0, ctxt_ = 0, row_ = 0, col_ = 0;
+};
+
+// The P?GEMM of T (s, d, c, z: DtypeTraits<T>::blas_letter).
+template <class T>
+constexpr auto pgemm() {
+  if constexpr (std::is_same_v<T, float>) return psgemm_;
+  else if constexpr (std::is_same_v<T, double>) return pdgemm_;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return pcgemm_;
+  else return pzgemm_;
+}
+
+int to_int(index_t v) {
+  if (v > INT_MAX) throw UsageError("scalapack takes sizes below 2^31: use --algo summa");
+  return static_cast<int>(v);
+}
+
+// Global index runs of process `p` of `nprocs` in an nb-block-cyclic split of n.
+std::vector<Run> cyclic_runs(index_t n, index_t nb, int p, int nprocs) {
+  std::vector<Run> runs;
+  for (index_t b = p; b * nb < n; b += nprocs) runs.push_back({b * nb, std::min(nb, n - b * nb)});
+  return runs;
+}
+
+class Scalapack final : public AlgorithmBase<Scalapack> {
+ public:
+  Scalapack(const Comm& world, GemmShape s, index_t nb, int pr, int pc)
+      : s_(s), nb_(nb), pr_(pr), pc_(pc), grid_(world, pr, pc) {
+    auto piece = [&](index_t rows, index_t cols) {
+      Piece p;
+      p.row_runs = cyclic_runs(rows, nb_, grid_.row(), pr_);
+      p.col_runs = cyclic_runs(cols, nb_, grid_.col(), pc_);
+      return p;  // may hold rows but no columns: PDGEMM's LLD still counts the local rows
+    };
+    pa_ = piece(s.m, s.k);
+    pb_ = piece(s.k, s.n);
+    pc_piece_ = piece(s.m, s.n);
+  }
+
+  std::string name() const override { return "scalapack"; }
+  std::string layout() const override {
+    return std::to_string(pr_) + "x" + std::to_string(pc_) + " BLACS grid, nb " +
+           std::to_string(nb_);
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_piece_; }
+  bool uses_engine() const override { return false; }
+  bool counts_words() const override { return false; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine&) const override {
+    index_t mi = (s_.m + pr_ - 1) / pr_ + nb_, nj = (s_.n + pc_ - 1) / pc_ + nb_;
+    index_t ka = (s_.k + pc_ - 1) / pc_ + nb_, kb = (s_.k + pr_ - 1) / pr_ + nb_;
+    // local A, B, C plus PDGEMM's panel workspace (about two panels each way)
+    index_t words = mi * ka + kb * nj + mi * nj + 2 * nb_ * (mi + nj);
+    return static_cast<std::size_t>(words) * size_of(dt);
+  }
+
+  // PDGEMM's outer-product scheme moves, like SUMMA, every A panel along process rows and
+  // every B panel along process columns.
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int i = 0; i < pr_; ++i)
+      for (int j = 0; j < pc_; ++j) {
+        double mi = double(Piece::total(cyclic_runs(s_.m, nb_, i, pr_)));
+        double nj = double(Piece::total(cyclic_runs(s_.n, nb_, j, pc_)));
+        double ka = double(Piece::total(cyclic_runs(s_.k, nb_, j, pc_)));
+        double kb = double(Piece::total(cyclic_runs(s_.k, nb_, i, pr_)));
+        double panels = double((s_.k + nb_ - 1) / nb_);
+        acc.add(mi * (s_.k - ka) + nj * (s_.k - kb),
+                (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0), 2 * mi * nj * double(s_.k));
+      }
+    return acc.done(pr_ * pc_);
+  }
+
+  template <class T>
+  void run(Engine&, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
+    int m = to_int(s_.m), n = to_int(s_.n), k = to_int(s_.k), nb = to_int(nb_), zero = 0, one = 1,
+        info = 0, ctxt = grid_.ctxt();
+    int desca[9], descb[9], descc[9];
+    auto lld = [&](const auto& M) { return std::max(1, static_cast<int>(M.ld)); };
+    int la = lld(A), lb = lld(B), lc = lld(C);
+    descinit_(desca, &m, &k, &nb, &nb, &zero, &zero, &ctxt, &la, &info);
+    descinit_(descb, &k, &n, &nb, &nb, &zero, &zero, &ctxt, &lb, &info);
+    descinit_(descc, &m, &n, &nb, &nb, &zero, &zero, &ctxt, &lc, &info);
+    // ScaLAPACK reads nothing from empty local arrays but wants valid pointers.
+    T dummy[1] = {T(0)};
+    const T* a = A.size() ? A.data : dummy;
+    const T* b = B.size() ? B.data : dummy;
+    T* c = C.size() ? C.data : dummy;
+    pgemm<T>()("N", "N", &m, &n, &k, &alpha, a, &one, &one, desca, b, &one, &one, descb, &beta, c,
+               &one, &one, descc);
+  }
+
+ private:
+  GemmShape s_;
+  index_t nb_;
+  int pr_, pc_;
+  BlacsGrid grid_;
+  Piece pa_, pb_, pc_piece_;
+};
+
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_scalapack(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const int P = world.size();
+  auto [pr, pc] = grid_2d_for(P, s.m, s.n, o.grid_rows);
+  if (o.scalapack_nb < 1) throw UsageError("--nb must be at least 1");
+  return std::make_unique<Scalapack>(world, s, o.scalapack_nb, pr, pc);
+}
+
+}  // namespace distmm

@@ -1,0 +1,347 @@
+// SUMMA (van de Geijn & Watts 1997; ScaLAPACK's outer-product scheme): on a pr x pc grid, for
+// each panel of k, the owner column broadcasts its A panel along process rows and the owner row
+// its B panel along process columns, then every rank accumulates C_ij += A_i,panel B_panel,j.
+// The next panel's broadcasts are posted before the current multiply (double buffering).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "algorithms.hpp"
+#include "../runtime/grid.hpp"
+#include "../runtime/pipeline.hpp"
+
+namespace distmm {
+namespace {
+
+struct Panel {
+  index_t k0, width;
+  int owner_col, owner_row;  // grid column holding A's columns, grid row holding B's rows
+};
+
+class Summa final : public AlgorithmBase<Summa> {
+ public:
+  Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
+      : s_(s),
+        device_resident_(o.device_resident),
+        inputs_at_home_(o.inputs_at_home),
+        grid_(world, {pr, pc}, false),
+        pm_{s.m, pr},
+        pn_{s.n, pc},
+        pka_{s.k, pc},
+        pkb_{s.k, pr} {
+    row_ = grid_.along({1});
+    col_ = grid_.along({0});
+    int i = grid_.coord(0), j = grid_.coord(1);
+    pa_ = Piece::block(pm_.start(i), pm_.size(i), pka_.start(j), pka_.size(j));
+    pb_ = Piece::block(pkb_.start(i), pkb_.size(i), pn_.start(j), pn_.size(j));
+    pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+    // Default panel: one owner's whole block of k (up to 4096). Wide panels mean few passes over
+    // the local C, whose read-modify-write traffic is what limits many ranks sharing a memory bus.
+    width_ = o.panel > 0 ? o.panel
+                         : std::clamp<index_t>((s.k + std::max(pr, pc) - 1) / std::max(pr, pc),
+                                               256, 4096);
+    // On a GPU, whole owner blocks: a GPU engine's Strassen-like levels need large k, and the
+    // host's reason for narrow panels (C's traffic through a shared memory bus) does not apply.
+    // Halved while the double-buffered panels and the engine's workspace exceed the device limit.
+    if (o.device_resident && o.panel <= 0) {
+      width_ = std::max<index_t>(s.k, 1);
+      const index_t mi = pm_.max_size(), nj = pn_.max_size();
+      auto bytes = [&](index_t w) {
+        return double(panel_buffer_words(mi, nj, w)) * size_of(o.dtype) +
+               (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
+      };
+      while (o.device_limit > 0 && width_ > 256 && bytes(width_) > double(o.device_limit))
+        width_ = (width_ + 1) / 2;
+      // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
+      // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
+      // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
+      // k-half) starts on the rank's own columns (run_whole_k); otherwise the gather comes
+      // first, a small price over NVLink.
+      // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
+      // rank's own block, which the limit counted already (device_limit is what is left after
+      // the operands' mean share: m k / P of them A's).
+      const double home = !inputs_at_home_ ? 0.0
+                          : ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
+                                double(s.k) / double(pr * pc);
+      const double whole = (double(whole_k_buffer_words(mi, nj)) - home) * size_of(o.dtype) +
+                           (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
+      whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
+                 (o.device_limit == 0 || whole <= double(o.device_limit));
+      if (whole_k_) width_ = std::max<index_t>(s.k, 1);
+    }
+    // Panels never straddle an owner boundary of A's columns or B's rows.
+    index_t k0 = 0;
+    while (k0 < s.k) {
+      int ja = pka_.owner(k0), ib = pkb_.owner(k0);
+      index_t end = std::min({k0 + width_, pka_.start(ja + 1), pkb_.start(ib + 1)});
+      panels_.push_back({k0, end - k0, ja, ib});
+      k0 = end;
+    }
+  }
+
+  std::string name() const override { return "summa"; }
+  std::string layout() const override {
+    return grid_.shape() + " grid, " + std::to_string(panels_.size()) + " panels of <= " +
+           std::to_string(width_) + (whole_k_ ? ", gathered into one whole-k product" : "");
+  }
+  const Piece& piece_a() const override { return pa_; }
+  const Piece& piece_b() const override { return pb_; }
+  const Piece& piece_c() const override { return pc_; }
+
+  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
+    index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
+    const index_t buffers = whole_k_ ? whole_k_buffer_words(mi, nj) : panel_buffer_words(mi, nj, w);
+    index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
+    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
+  }
+
+  CommEstimate analytic() const override {
+    EstimateAccumulator acc;
+    for (int i = 0; i < grid_.dim(0); ++i)
+      for (int j = 0; j < grid_.dim(1); ++j) {
+        double words = 0, msgs = 0;
+        for (const auto& p : panels_) {
+          if (p.owner_col != j) words += double(pm_.size(i)) * p.width, msgs += 1;
+          if (p.owner_row != i) words += double(pn_.size(j)) * p.width, msgs += 1;
+        }
+        acc.add(words, msgs, 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k));
+      }
+    return acc.done(grid_.dim(0) * grid_.dim(1));
+  }
+
+  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
+  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
+  // current panel's product runs on the compute lane.
+  static constexpr bool kOneSchedule = true;
+  // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
+  std::optional<KPrefix> k_prefix() const override {
+    const std::size_t t = first_rest_panel();
+    if (t == 0) return std::nullopt;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t ks = panels_[t].k0;
+    return KPrefix{std::clamp<index_t>(ks - pka_.start(j), 0, pka_.size(j)),
+                   std::clamp<index_t>(ks - pkb_.start(i), 0, pkb_.size(i))};
+  }
+  void prepare_comms(DeviceSpace& sp) override {
+    if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
+  }
+  void forget_comms() override { dev_row_.reset(), dev_col_.reset(); }
+  // Two panels each of A (when broadcast along rows) and of B (along columns).
+  // Whole-k: A's row of blocks, B's column of blocks and one panel of B to receive into.
+  std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
+    const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), w = std::min(width_, s_.k);
+    if (whole_k_) {
+      const std::size_t e = size_of(dt);
+      return {broadcasts_a() ? std::size_t(mi * s_.k) * e : 0, broadcasts_b() ? std::size_t(s_.k * nj) * e : 0,
+              broadcasts_b() ? std::size_t(pkb_.max_size() * nj) * e : 0};
+    }
+    const std::size_t a = broadcasts_a() ? std::size_t(mi * w) * size_of(dt) : 0,
+                      b = broadcasts_b() ? std::size_t(w * nj) * size_of(dt) : 0;
+    return {a, a, b, b};
+  }
+  GemmShape device_gemm_shape() const override {
+    return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
+  }
+  // This rank's blocks live where the whole-k gathers land them (gathered_place), so that
+  // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
+  // before the product starts) nor a second copy of the block is needed.
+  std::optional<DeviceHome> device_home(Input which) const override {
+    if (!device_resident_ || !inputs_at_home_ || !whole_k_) return std::nullopt;
+    if (which == Input::a && broadcasts_a()) return gathered_place(Input::a);
+    if (which == Input::b && broadcasts_b()) return gathered_place(Input::b);
+    return std::nullopt;
+  }
+
+  template <class T>
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                  MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j);
+    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
+    if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
+    T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
+    T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
+    StepOperands<T> ops[2];
+
+    auto post = [&](std::size_t t, int slot) {
+      const Panel& p = panels_[t];
+      StepOperands<T>& o = ops[slot];
+      if (j == p.owner_col && (!along_rows || A.ld == mi)) {
+        o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
+      } else {
+        if (j == p.owner_col) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        o.a = abuf[slot], o.lda = mi;
+      }
+      if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.owner_col);
+      if (i == p.owner_row && !along_cols) {
+        o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
+      } else {
+        if (i == p.owner_row) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        o.b = bbuf[slot], o.ldb = p.width;
+      }
+      if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
+    };
+
+    // Operands of panels from `rest_from` on (beyond k_prefix) may still be on their way.
+    const int rest = rest_mark();
+    const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
+    auto held = sp.hold_output(C.data, mi, nj, C.ld);  // C may stay on a staging GPU across the panels
+    const int steps = static_cast<int>(panels_.size());
+    pipeline(
+        sp, steps,
+        [&](int t) {
+          if (std::size_t(t) == rest_from) sp.wait_mark(Lane::comm, rest);  // its owner's operands on their way
+          post(std::size_t(t), t % 2);
+        },
+        [&](int t) {
+          if (std::size_t(t) == rest_from) sp.wait_mark(Lane::compute, rest);  // its owner's operands in place
+          const StepOperands<T>& o = ops[t % 2];
+          sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[std::size_t(t)].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
+                     std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
+          step_done(t + 1, steps);
+        });
+  }
+
+ private:
+  // Where the whole-k gathers land this rank's block: A's columns at their k offset in buffer 0
+  // (ld mi), B's rows at theirs in buffer 1 (ld k).
+  DeviceHome gathered_place(Input which) const {
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    if (which == Input::b) return {1, std::size_t(pkb_.start(i)), std::max<index_t>(s_.k, 1)};
+    const index_t mi = pm_.size(i);
+    return {0, std::size_t(pka_.start(j) * mi), std::max<index_t>(mi, 1)};
+  }
+
+  // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
+  // buffer, since its rows are strided in B's column of blocks), then one product.
+  template <class T>
+  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                          MatrixView<T> C) {
+    using Lane = DeviceSpace::Lane;
+    const int i = grid_.coord(0), j = grid_.coord(1);
+    const index_t mi = pm_.size(i), nj = pn_.size(j), k = s_.k;
+    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
+    T* afull = along_rows ? device_buffer<T>(0) : nullptr;
+    T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
+    T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
+    const int steps = static_cast<int>(panels_.size()) + 1;
+    // This rank's columns of A (rows of B) already in their place (device_home): not copied there.
+    auto in_place = [&](Input which, const T* p, index_t ld) {
+      const DeviceHome h = gathered_place(which);
+      return p == device_buffer<T>(h.buffer) + h.offset && ld == h.ld;
+    };
+    const bool a_at_home = along_rows && in_place(Input::a, A.data, A.ld);
+    const bool b_at_home = along_cols && in_place(Input::b, B.data, B.ld);
+    // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
+    // there too, unless already done).
+    auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
+      own_a_in_place = own_a_in_place || a_at_home;
+      // A's panels land in place, so their broadcasts go in one group: with NCCL every owner
+      // sends at once (on two GPUs both NVLink directions work, not one after the other).
+      if (along_rows) {
+        for (std::size_t t = t0; t < t1 && !own_a_in_place; ++t)
+          if (const Panel& p = panels_[t]; j == p.owner_col)
+            sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        dev_row_->group_start();
+        for (std::size_t t = t0; t < t1; ++t) dev_row_->broadcast(afull + panels_[t].k0 * mi, mi * panels_[t].width, panels_[t].owner_col);
+        dev_row_->group_end();
+      }
+      for (std::size_t t = t0; t < t1; ++t) {
+        const Panel& p = panels_[t];
+        if (along_cols) {
+          if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+          dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
+          if (!(b_at_home && i == p.owner_row)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+        }
+        step_done(static_cast<int>(t + 1), steps);
+      }
+    };
+    // The product over k's columns [k0, k0 + kw) (without a row grid A holds every k, without a
+    // column grid B does).
+    const index_t lda = std::max<index_t>(along_rows ? mi : A.ld, 1), ldb = std::max<index_t>(along_cols ? k : B.ld, 1);
+    auto product = [&](index_t k0, index_t kw, T b0) {
+      sp.gemm<T>(Op::N, Op::N, mi, nj, kw, alpha, (along_rows ? afull : A.data) + k0 * lda, lda,
+                 (along_cols ? bfull : B.data) + k0, ldb, b0, C.data, C.ld);
+    };
+    const int rest = rest_mark();
+    if (rest < 0 && along_rows && !along_cols) {
+      // Only A is gathered: its own columns go into place on the compute lane, and the product
+      // starts on them while the others arrive (gemm_pending_a: gpu-winograd's top level begins
+      // with the two of its seven products that read one k-half of A alone, which on a 1 x 2
+      // grid is this rank's). Other engines wait for the gather, as before.
+      if (!a_at_home) sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j), Lane::compute);
+      sp.comm_waits_for_compute();  // the operands are ready, this rank's columns in place
+      gather(0, panels_.size(), true);
+      sp.gemm_pending_a({dtype_of<T>(), Op::N, Op::N, mi, nj, k, &alpha, afull, lda, B.data, ldb, &beta, C.data, C.ld},
+                        ka0, ka0 + pka_.size(j));
+      step_done(steps, steps);
+      return;
+    }
+    // Operands beyond k_prefix still on their way (a streamed first stage): the product of the
+    // panels before `rest_from` first, while the rest comes in and is gathered.
+    const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
+    const bool split = rest_from > 0 && rest_from < panels_.size();
+    sp.comm_waits_for_compute();  // the operands are ready
+    if (rest >= 0 && !split) sp.wait_mark(Lane::comm, rest), sp.wait_mark(Lane::compute, rest);
+    gather(0, split ? rest_from : panels_.size());
+    sp.compute_waits_for_comm();  // those panels arrived
+    if (split) {
+      const index_t ks = panels_[rest_from].k0;
+      product(0, ks, beta);
+      sp.wait_mark(Lane::comm, rest);
+      gather(rest_from, panels_.size());
+      sp.compute_waits_for_comm();
+      sp.wait_mark(Lane::compute, rest);
+      product(ks, k - ks, T(1));
+    } else {
+      product(0, k, beta);
+    }
+    step_done(steps, steps);
+  }
+
+  // Words of the double-buffered panels of width w. A panel that is not broadcast (one grid
+  // column for A, one grid row for B) is read in place, so it needs no buffer (counting one
+  // anyway halved a single GPU's whole-k product where the buffers would not fit).
+  bool broadcasts_a() const { return grid_.dim(1) > 1; }  // along process rows
+  bool broadcasts_b() const { return grid_.dim(0) > 1; }  // along process columns
+  // Words of the whole-k gather: A's row of blocks, B's column of blocks and one B panel.
+  index_t whole_k_buffer_words(index_t mi, index_t nj) const {
+    return (broadcasts_a() ? mi * s_.k : 0) + (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0);
+  }
+  index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
+    return 2 * ((broadcasts_a() ? mi * w : 0) + (broadcasts_b() ? w * nj : 0));
+  }
+  // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
+  // k (panels never straddle an owner block); 0 where there is one panel.
+  std::size_t first_rest_panel() const {
+    std::size_t best = 0;
+    for (std::size_t t = 1; t < panels_.size(); ++t)
+      if (best == 0 || std::abs(2 * panels_[t].k0 - s_.k) < std::abs(2 * panels_[best].k0 - s_.k)) best = t;
+    return best;
+  }
+
+  GemmShape s_;
+  bool device_resident_;  // buffers on the rank's GPU
+  bool inputs_at_home_;   // the caller places A and B where device_home() says
+  CartGrid grid_;
+  Comm row_, col_;
+  std::unique_ptr<DeviceComm> dev_row_, dev_col_;
+  Partition1D pm_, pn_, pka_, pkb_;
+  Piece pa_, pb_, pc_;
+  index_t width_ = 512;
+  bool whole_k_ = false;  // device-resident, Strassen-like engine: one gathered product
+  std::vector<Panel> panels_;
+};
+
+}  // namespace
+
+std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const AlgoOptions& o) {
+  const int P = world.size();
+  auto [pr, pc] = grid_2d_for(P, s.m, s.n, o.grid_rows);
+  return std::make_unique<Summa>(world, s, o, pr, pc);
+}
+
+}  // namespace distmm
