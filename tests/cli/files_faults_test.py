@@ -79,6 +79,22 @@ def kill_tree(pid, sig=signal.SIGKILL):
         pass
 
 
+def wait_gone(pids, timeout):
+    """Until none of the processes runs (gone, or a zombie), else TimeoutExpired."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        alive = []
+        for pid in pids:
+            try:
+                alive += [pid] if open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z" else []
+            except OSError:
+                pass
+        if not alive:
+            return
+        time.sleep(0.05)
+    raise subprocess.TimeoutExpired(str(pids), timeout)
+
+
 def error_lines(r):
     return [l for l in r.stderr.splitlines() if "distmm: error" in l]
 
@@ -192,6 +208,7 @@ with tempfile.TemporaryDirectory() as d:
                 t0 = time.time()
                 while p.poll() is None and time.time() - t0 < 60 and not strays(sd):
                     time.sleep(0.001)
+                targets = []
                 if p.poll() is None and strays(sd):
                     targets = [p.pid] if ranks == 0 else children(p.pid) + [p.pid]
                     for t in targets:
@@ -202,6 +219,7 @@ with tempfile.TemporaryDirectory() as d:
                     caught = True
                 try:
                     p.wait(timeout=30)
+                    wait_gone(targets, 30)  # the ranks too, which may outlive a signalled mpirun
                 except subprocess.TimeoutExpired:
                     kill_tree(p.pid)
                     p.wait()
