@@ -16,24 +16,9 @@ import time
 
 import numpy as np
 
+from checks import check, finish, skip
+
 bin_, mpiexec = sys.argv[1], sys.argv[2]
-passed = failed = skipped = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAILED: {what}")
-
-
-def skip(what):
-    global skipped
-    skipped += 1
-    print(f"skipped: {what}")
 
 
 def cmd(ranks, args):
@@ -276,5 +261,4 @@ with tempfile.TemporaryDirectory() as d:
             check(False, f"fuzz {case}: P={ranks} {' '.join(args)}: rc={r.returncode} {lines} {r.stderr[-300:]}")
     check(True, f"fuzz: 200 option sets, {outcomes['pass']} ran and passed, {outcomes['usage']} refused with one line")
 
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
-sys.exit(1 if failed else 0)
+finish()

@@ -21,26 +21,11 @@ import time
 
 import numpy as np
 
+from checks import check, finish, skip
+
 bin_, mpiexec = sys.argv[1], sys.argv[2]
-passed = failed = skipped = 0
 base_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 base_env.pop("DISTMM_MACHINE_FILE", None)
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAILED: {what}")
-
-
-def skip(what):
-    global skipped
-    skipped += 1
-    print(f"skipped: {what}")
 
 
 def cmd(ranks, args, sub="run"):
@@ -379,5 +364,4 @@ with tempfile.TemporaryDirectory() as d:
         check(r.returncode == 0 and rec.get("passed") is True and rec.get("m") == 24 and not os.path.exists(f"{d}/-"),
               f"P={ranks} run --json - to standard output: rc={r.returncode} {r.stdout[-300:]}")
 
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
-sys.exit(1 if failed else 0)
+finish()
