@@ -114,7 +114,8 @@ namespace {
 // that the handler only calls unlinkat (async-signal-safe) whatever the working directory.
 volatile std::sig_atomic_t pending_dir = -1;
 char pending_name[NAME_MAX + 1];
-// A signal that came while they were held (HoldEndingSignals), acted upon when the hold ends.
+// A signal that came while they were held (HoldEndingSignals), which ends the process when the
+// hold ends.
 volatile std::sig_atomic_t holding = 0, held = 0;
 // Signals whose default action ends the process; the handler replaces only the default action
 // (one that is ignored or handled elsewhere does not end it).
@@ -124,11 +125,12 @@ bool replaced[std::size(kEndingSignals)];
 int handler_users = 0;  // armed temporaries and holds: the handler stays while any needs it
 
 extern "C" void remove_pending_then_end(int sig) {
+  // At once, even while held: the job may be torn down (mpirun gone) before the hold ends.
+  if (pending_dir >= 0) ::unlinkat(pending_dir, pending_name, 0);
   if (holding) {
     held = sig;
     return;
   }
-  if (pending_dir >= 0) ::unlinkat(pending_dir, pending_name, 0);
   ::signal(sig, SIG_DFL);
   ::raise(sig);  // delivered with the default action once this handler returns
 }

@@ -95,7 +95,8 @@ class InDirectory {
 
 // Holds the signals that would end the process while MPI-IO opens a file: Open MPI's components
 // create and remove files of their own beside it (a lock test), which a signal would leave
-// behind. One that comes meanwhile takes effect (the temporary removed) when the scope ends.
+// behind. One that comes meanwhile removes the temporary at once and ends the process when the
+// scope ends.
 class HoldEndingSignals {
  public:
   HoldEndingSignals();

@@ -21,13 +21,11 @@ import time
 
 import numpy as np
 
-from tally import check, finish, skip
+from checks import check, finish, skip
 
 bin_, mpiexec = sys.argv[1], sys.argv[2]
 base_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 base_env.pop("DISTMM_MACHINE_FILE", None)
-
-
 
 
 def cmd(ranks, args, sub="run"):
@@ -64,6 +62,22 @@ def kill_tree(pid, sig=signal.SIGKILL):
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
+
+
+def wait_gone(pids, timeout):
+    """Until none of the processes runs (gone, or a zombie), else TimeoutExpired."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        alive = []
+        for pid in pids:
+            try:
+                alive += [pid] if open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z" else []
+            except OSError:
+                pass
+        if not alive:
+            return
+        time.sleep(0.05)
+    raise subprocess.TimeoutExpired(str(pids), timeout)
 
 
 def error_lines(r):
@@ -179,6 +193,7 @@ with tempfile.TemporaryDirectory() as d:
                 t0 = time.time()
                 while p.poll() is None and time.time() - t0 < 60 and not strays(sd):
                     time.sleep(0.001)
+                targets = []
                 if p.poll() is None and strays(sd):
                     targets = [p.pid] if ranks == 0 else children(p.pid) + [p.pid]
                     for t in targets:
@@ -189,6 +204,7 @@ with tempfile.TemporaryDirectory() as d:
                     caught = True
                 try:
                     p.wait(timeout=30)
+                    wait_gone(targets, 30)  # the ranks too, which may outlive a signalled mpirun
                 except subprocess.TimeoutExpired:
                     kill_tree(p.pid)
                     p.wait()

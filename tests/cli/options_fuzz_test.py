@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from tally import check, finish, skip
+from checks import check, finish, skip
 
 bin_, mpiexec = sys.argv[1], sys.argv[2]
 driver, droplib = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)

@@ -1,5 +1,5 @@
-"""The tally the command-line test scripts share: check() prints an ok or FAILED line (with a
-detail on failure), skip() a skipped one, finish() the summary and exits 1 when anything failed."""
+"""Counted checks for the CLI test scripts: check() prints an ok or FAILED line (with a detail on
+failure), skip() a skipped one, finish() the counts, and exits non-zero when any check failed."""
 import sys
 
 counts = {"passed": 0, "failed": 0, "skipped": 0}
