@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as d:
             (["--algo", "cuboid", "--cuboid-grid", "1x0x2"], "--cuboid-grid '1x0x2' is not PMxPNxPK"),
             (["--algo", "cuboid", "--cuboid-grid", "1x1x4"], "--cuboid-grid 1x1x4 needs 4 ranks but"),
             (["--algo", "cuboid", "--cuboid-grid", "2000x2000x2000"], "--cuboid-grid 2000x2000x2000 needs 8000000000 ranks"),
-            (["--algo", "cuboid", "--cuboid-grid", ""], "--cuboid-grid '' is not PMxPNxPK"),
+            (["--algo", "cuboid", "--cuboid-grid", ""], "--cuboid-grid '' has an empty value"),
             (["--formula", "winograd"], "--formula applies only to --algo caps"),
             (["--nb", "8"], "--nb applies only to --algo scalapack"),
             (["--algo", "scalapack", "--engine", "winograd"], "--engine applies only to distmm's own algorithms"),
