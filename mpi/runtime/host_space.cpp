@@ -321,7 +321,9 @@ class HostSpace final : public DeviceSpace {
     });
     return mx;
   }
-  std::size_t free_bytes() const override { return free_; }
+  // The emulation's budget, or the host's free memory when asked (the drop-in makes a host space
+  // per call: reading /proc/meminfo there would cost every call).
+  std::size_t free_bytes() const override { return emulated_ ? free_ : available_memory_bytes(); }
   std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const override {
     return engine_.workspace_bytes(m, n, k, dt);
   }
@@ -365,7 +367,7 @@ std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::siz
 }
 
 std::unique_ptr<DeviceSpace> make_host_space(Engine& engine) {
-  return std::make_unique<HostSpace>(engine, available_memory_bytes(), false);
+  return std::make_unique<HostSpace>(engine, 0, false);
 }
 
 }  // namespace distmm
