@@ -202,7 +202,7 @@ for a in summa scalapack; do
   done
 done
 here=$(cd "$(dirname "$0")" && pwd)
-if /usr/bin/python3 "$here/../../jobs/plot.py" "$tmp/p.json" --out "$tmp/plot" >"$tmp/out" 2>&1 &&
+if /usr/bin/python3 "$here/../../../jobs/plot.py" "$tmp/p.json" --out "$tmp/plot" >"$tmp/out" 2>&1 &&
    [ -s "$tmp/plot_time.png" ] && [ -s "$tmp/plot_speedup.png" ] && [ -s "$tmp/plot_words.png" ]; then
   ok "plot.py"
 else bad "plot.py: $(cat "$tmp/out")"; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A seeded sweep of the problem space through `distmm run`: every algorithm on the rank counts
 it takes (primes, 7-multiples for CAPS, squares and cubes), skinny and prime shapes down to 1,
-every dtype, several engines, alpha and beta (transposes need --a/--b files: tests/cli/npy_test.py
+every dtype, several engines, alpha and beta (transposes need --a/--b files: tests/src/cli/npy_test.py
 covers them); each run
 verified in full against a gathered BLAS product (integer inputs half the time, where the
 comparison is exact). Every case must end with exit 0 and "full: PASSED".
