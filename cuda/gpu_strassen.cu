@@ -259,11 +259,10 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
   // that stays at or above tau2 (at most 4).
   int threshold_levels(index_t m, index_t n, index_t k, Dtype dt) const {
     if (this->o_.levels >= 0) return this->o_.levels;
-    // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf: measured on an
-    // H100, an f32 level pays off only while the leaves stay at 16384 or more (32768: 1 level
-    // 3.45x cuBLAS, 2 levels 2.97x, 3 levels 2.02x); an f64 level lost at every size measured
-    // (32768: level 0 1.69x, level 1 1.59x), so f64 leaves stay at 32768 or more
-    // (docs/performance.md).
+    // Emulated leaves pay their passes (statistics, slices, folds, CRT) per leaf, which grow as
+    // n^2 against the products' n^3: an f32 level pays off only while the leaves stay at 16384 or
+    // more, and an f64 level lost at every size measured, so f64 leaves stay at 32768 or more
+    // (docs/performance.md, "Measurements behind the code": threshold_levels).
     const index_t floor = !emulation_ ? 0 : real_component_bytes(dt) == 8 ? 32768 : 16384;
     const index_t tau1 = std::max(this->o_.tau1, 2 * floor), tau2 = std::max(this->o_.tau2, 2 * floor);
     index_t d = std::min({m, n, k});
@@ -273,10 +272,9 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     return L;
   }
   // The levels a product runs: with tuned leaf kernels, the deepest of the threshold levels
-  // whose leaves they fill. A leaf they do not fill runs cuBLAS's own choice, and measured on
-  // an H100 (f32, session 16) one level fewer on tuned kernels was 7-8% faster: 24576 at 2
-  // levels (6144 leaves) 444 ms against 476 at 3 (3072 leaves), 49152 at 3 levels 3127 ms
-  // against 3358 at 4, 12288 at 1 level 62 ms against 67 at 2.
+  // whose leaves they fill. A leaf they do not fill runs cuBLAS's own choice, and one level
+  // fewer on tuned kernels that fill the waves beat the extra level on cuBLAS's leaves
+  // (docs/performance.md, "Measurements behind the code": levels_for).
   int levels_for(index_t m, index_t n, index_t k, Dtype dt) const {
     const int L = threshold_levels(m, n, k, dt);
     if (this->o_.levels >= 0 || L <= 1 || !this->o_.tuned_leaves || emulation_) return L;

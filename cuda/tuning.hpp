@@ -11,9 +11,9 @@ namespace distmm {
 // The share of the SMs that an m x n output in tiles of tr x tc keeps busy: its T tiles run in
 // ceil(T / sms) waves of one tile per SM. This is why a configuration tuned at one size does
 // not carry to another: 256 x 128 tiles fill 97% of an H100's 132 SMs at 2048^2 (128 tiles, one
-// wave), 4096^2 and 6144^2, but 73% at 3072^2 (288 tiles in 3 waves); measured there, a 24576
-// f32 gpu-winograd product at 3 levels (3072 leaves) took 540 ms with 2048's configuration
-// against 476 ms with cuBLAS's own choice (docs/performance.md, session 16).
+// wave), 4096^2 and 6144^2, but 73% at 3072^2 (288 tiles in 3 waves), where 2048's
+// configuration ran slower than cuBLAS's own choice
+// (docs/performance.md, "Measurements behind the code": wave_fill).
 inline double wave_fill(long long m, long long n, int tr, int tc, int sms) {
   if (tr <= 0 || tc <= 0 || sms <= 0 || m <= 0 || n <= 0) return 1.0;
   const long long tiles = ((m + tr - 1) / tr) * ((n + tc - 1) / tc);
@@ -23,12 +23,12 @@ inline double wave_fill(long long m, long long n, int tr, int tc, int sms) {
 
 // Whether the GPU Strassen engines run a group of independent m x n leaf products at once, one
 // stream each (and `distmm tune` times their configurations so, two at a time): where one product
-// alone leaves SMs idle. Below 2048^2 outputs a product is too short for its ramp and tail (at
-// 1024^2, two streams ran 8192^3 at 3 levels 16% faster; at 2048^2 the gain was nil); from there
-// on, where its tiles (tr x tc, when known) leave over a tenth of its waves idle: the 6144 x 3072
-// x 6144 leaves of two GPUs' f32 49152 halves fill 87% of 5 waves in 256 x 128 tiles, and with
-// them two at a time two-GPU SUMMA took 1.623 s against 1.758 s one at a time
-// (docs/performance.md, session 20).
+// alone leaves SMs idle. Below 2048^2 outputs a product is too short for its ramp and tail (two
+// streams gained with 1024^2 leaves, nothing with 2048^2 ones); from there on, where its tiles
+// (tr x tc, when known) leave over a tenth of its waves idle: the 6144 x 3072 x 6144 leaves of
+// two GPUs' f32 49152 halves fill 87% of 5 waves in 256 x 128 tiles, and two at a time they fill
+// each other's last wave (docs/performance.md, "Measurements behind the code":
+// kConcurrentLeafFill).
 constexpr double kConcurrentLeafFill = 0.9;
 inline bool leaves_run_concurrently(long long m, long long n, int tr, int tc, int sms) {
   if (m * n < 2048LL * 2048) return true;
@@ -64,7 +64,8 @@ struct GemmConfig {
 std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n);
 // A leaf shape tuned on its own (`distmm tune --shapes`). The leaves of a rectangular local
 // product fill the waves unlike any square size: two GPUs' SUMMA halves of f32 49152 have
-// 6144 x 3072 x 6144 leaves at 3 levels, and ran 12% over half of the square product's time.
+// 6144 x 3072 x 6144 leaves at 3 levels, and ran well over half of the square product's time
+// (docs/performance.md, "Measurements behind the code": ShapeTuning).
 struct ShapeTuning {
   bool tuned = false;                // the file has an entry for exactly this m x n x k
   std::optional<GemmConfig> config;  // its configuration; none where cuBLAS's own choice won

@@ -14,11 +14,11 @@ extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace distmm {
 namespace {
-// After each threaded call, OpenBLAS's idle workers spin for 2^28 TSC cycles (~0.1 s) before
-// they sleep, measured here as 0.10 s of CPU per call. Every engine but `blas` runs its own
-// OpenMP threads between BLAS calls (fused additions, the tilings' single-threaded blocks), so a
-// spinning worker takes a core from them: on 2 cores mmra-distributed moved between 0.73x and
-// 0.91x OpenBLAS with it. 2^20 cycles (~0.4 ms) still covers back-to-back BLAS calls. A value
+// After each threaded call, OpenBLAS's idle workers spin for 2^28 TSC cycles before they
+// sleep. Every engine but `blas` runs its own OpenMP threads between BLAS calls (fused
+// additions, the tilings' single-threaded blocks), so a spinning worker takes a core from them
+// and makes their times erratic. 2^20 cycles still covers back-to-back BLAS calls
+// (docs/performance.md, "Measurements behind the code": quiet_idle_blas_workers). A value
 // the user set is kept; OpenBLAS read the environment at load time, hence the re-read.
 bool quieted = false;
 std::once_flag quiet_once;

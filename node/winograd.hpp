@@ -22,7 +22,7 @@ struct WinogradSchedule {
   // The top level can start on one k-half of A (PartlyReadyA): half 0 (A11, A21) feeds P1 and
   // P7 (S3 = A11 - A21) alone, half 1 (A12, A22) P2 and P4 alone, two of the seven products
   // either way, and those go first. A 1 x 2 SUMMA rank holds one half and gathers the other
-  // meanwhile (on two H100s the gather of f64 32768's half of A, 4.3 GB, took 15-20 ms).
+  // meanwhile (docs/performance.md, "Measurements behind the code": kStartsOnHalfA).
   static constexpr bool kStartsOnHalfA = true;
 
   template <class T, class R>

@@ -26,8 +26,9 @@ constexpr Entry kAlgorithms[] = {
 };
 
 // The most CAPS steps of a sequence given by the user (--caps-steps): each step, B, D or X,
-// multiplies the leaf products by 7. On one core (2-core CI machine, 1 rank, leaves of one
-// element) 7 D steps took 4 s and 8 took 20 s (3.5 us a leaf): 10 would take about 17 minutes.
+// multiplies the leaf products by 7, so each step past the limit multiplies a run's time by 7,
+// even with leaves of one element
+// (docs/performance.md, "Measurements behind the code": kMostCapsSteps).
 constexpr int kMostCapsSteps = 8;
 
 // An explicit CAPS step sequence that the shape can use: each step halves m, n and k (padded
@@ -114,8 +115,9 @@ std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world,
     // CAPS where the rank count is m 7^k (k >= 1) and the caller accepts Strassen's error growth:
     // 1/8 fewer multiplications per step, paid in additions and exchanges that the model prices.
     // Only with a measured model: CAPS's gain is a few percent of the multiply time and its cost
-    // is the machine's memory bandwidth, which the defaults cannot know (measured on 32 cores,
-    // CAPS ran at 0.82-0.89x SUMMA where default rates would predict it 1.2x faster).
+    // is the machine's memory bandwidth, which the defaults cannot know, and with them the model
+    // predicted CAPS faster where it ran slower (docs/performance.md, "Measurements behind the
+    // code": CAPS in --algo auto).
     // On other rank counts (and below the BFS steps) CAPS deals the subproblems of its last
     // levels round-robin (host runs): any P >= 2 with room for one level of leaves >= 64.
     const auto f = caps_factors(P);

@@ -107,8 +107,8 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // more DFS steps as candidates (each saves 1/8 of the multiplications and costs additions
     // and leaf messages), of which the cost model picks. The extra steps go either on top or
     // below the BFS steps: below, where a rank holds its subproblem alone, a DFS step is local
-    // work with no message at all (on the 32-core host, P = 7 x 4 threads, f64 16384: BD 7.9 s,
-    // B 9.0 s; docs/performance.md). Then, on any rank count, dealt steps below none or all of
+    // work with no message at all (docs/performance.md, "Measurements behind the code": CAPS's
+    // DFS steps below). Then, on any rank count, dealt steps below none or all of
     // the BFS steps that 7^k | P allows (1 to 4 of them, leaves of at least 64), host runs only.
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
     const int k7 = factors ? factors->second : 0;

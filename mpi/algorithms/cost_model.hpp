@@ -19,8 +19,9 @@ namespace distmm {
 
 struct MachineModel {
   double flops_per_s = 2e10;  // one rank's GEMM rate (F; the median over the ranks)
-  // The slowest rank's, all ranks multiplying at once (0: the same as F). On the 32-core hosts
-  // some cores ran equal GEMMs up to 1.5x longer than others, for seconds at a time.
+  // The slowest rank's, all ranks multiplying at once (0: the same as F). Cores of one host
+  // can run equal GEMMs at unequal rates for seconds at a time
+  // (docs/performance.md, "Measurements behind the code": slowest_flops_per_s).
   double slowest_flops_per_s = 0;
   double static_rate() const { return slowest_flops_per_s > 0 ? std::min(slowest_flops_per_s, flops_per_s) : flops_per_s; }
   double bytes_per_s = 2e9;   // one rank's point-to-point bandwidth (beta)
@@ -45,8 +46,8 @@ double predicted_seconds(const MachineModel& m, const Estimate& e, double elem) 
 // Choices among grids or algorithms whose predicted times lie within this fraction of the
 // fastest go to the one that moves the fewest words. The model prices words at the calibrated
 // point-to-point bandwidth, but ranks that all communicate at once share the memory system or
-// the network: on the H100 host (16 cores) SUMMA at P = 13, 8192^3, took 2.76 s where the model
-// predicted 1.88 s, its extra time all in moving 3x the bound's words.
+// the network, so a plan that moves several times the bound's words runs well over its
+// prediction (docs/performance.md, "Measurements behind the code": kWordsFirst).
 inline constexpr double kWordsFirst = 0.10;
 
 // The index of that choice: of the candidates predicted within kWordsFirst of the fastest, those

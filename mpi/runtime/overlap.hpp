@@ -25,9 +25,10 @@ class HeldOutput {
   Engine& e_;
 };
 
-// Progress calls per local product when transfers are pending. Measured on the H100 host (P =
-// 16, the drop-in at 4096 x 4096 x 65536, two rounds): 2 calls (column chunks only) 4.93 and
-// 4.42 s, 8 calls 4.46 and 4.33 s, 16 calls 4.61 and 4.35 s.
+// Progress calls per local product when transfers are pending: Open MPI moves a message only
+// inside MPI calls, so too few calls leave the panels waiting, and too many cut the products
+// below full speed; the count measured best on a k-dominant drop-in call
+// (docs/performance.md, "Measurements behind the code": kProgressPieces).
 constexpr int kProgressPieces = 8;
 
 // `pending`: a Requests or anything else with poke(), or null.

@@ -79,14 +79,12 @@ namespace {
 
 using namespace block_cyclic;
 
-// Below this m*n*k the real routine answers (when there is one). Measured on 16 ranks (H100
-// host, 4 x 4 grid, nb 64, f64, square, median of 5; docs/performance.md): SUMMA on the
-// block-cyclic layout takes 0.65x PDGEMM's time at 256^3, 0.88x at 512^3, 1.03x at 1024^3 and
-// 2048^3 (within the runs' spread), 0.65x at 8192^3; the redistributing path adds two
-// all-to-alls and a plan, 3-5x ScaLAPACK's time up to 192^3 and 1.4-1.6x up to 384^3 (2 ranks,
-// the CI machine). 512^3 keeps small transposed or mismatched calls off the redistributing path and
-// costs the in-place path at most ~0.1 ms a call. DISTMM_SCALAPACK_MIN overrides it (0: distmm
-// answers every call).
+// Below this m*n*k the real routine answers (when there is one). SUMMA on the block-cyclic
+// layout keeps up with PDGEMM at every size, so it needs no threshold of its own; the
+// redistributing path adds two all-to-alls and a plan, which small calls do not repay. 512^3
+// keeps small transposed or mismatched calls off that path at a small cost to the in-place one
+// (docs/performance.md, "Measurements behind the code": kDefaultMinVolume).
+// DISTMM_SCALAPACK_MIN overrides it (0: distmm answers every call).
 constexpr double kDefaultMinVolume = 512.0 * 512.0 * 512.0;
 
 // PB_Cchkmat: checks sub(A) = A(IA:IA+M-1, JA:JA+N-1) (ia, ja 0-based) and its descriptor.
@@ -383,11 +381,11 @@ void say_in_place(int m, int n, int k, const std::string& algo, const Grid& g,
 // kKSplitWords of SUMMA's words (the most any rank receives, both counted from the layout),
 // its buffers fit the memory share, and k's runs are not fragmented; or wherever the operands
 // line up under DISTMM_SCALAPACK_DIRECT=ksplit. Every rank decides alike (the counts come from
-// the descriptors). On one 16-core node (H100 host, 4 x 4, f64, docs/performance.md) the two
-// tie at 4096 x 4096 x 65536 (0.45 of SUMMA's words; 3.53 s and 3.63 s, medians of 5), where
-// shared memory makes words cheap; at 8192 x 8192 x 65536 (0.6 of the words, a partial C of
-// 8192^2 per rank to sum) an earlier version of the k-split took 1.4x SUMMA's time. Between
-// nodes the words cost more: 0.5 keeps the k-split to the clearly k-dominant shapes.
+// the descriptors). On one node shared memory makes words cheap: the two tie even where the
+// k-split moves under half of SUMMA's words, and an earlier version of it lost where it moved
+// more and each rank had a large partial C to sum. Between nodes the words cost more: 0.5 keeps the
+// k-split to the clearly k-dominant shapes
+// (docs/performance.md, "Measurements behind the code": kKSplitWords).
 constexpr double kKSplitWords = 0.5;
 
 template <class T>

@@ -389,9 +389,10 @@ int plan_command(const RunCommandOptions& o, int rank) {
 }
 
 int plan_rank_limit(std::string& why) {
-  // Each planning rank is a whole MPI process: the machine's used memory grew by ~100 MB per
-  // rank for 16 planning ranks (Open MPI 4.1, with the CUDA libraries loaded), so the
-  // available memory bounds them at 128 MiB each; 100000 of them once exhausted a machine.
+  // Each planning rank is a whole MPI process (its MPI and CUDA libraries loaded), so the
+  // available memory bounds them, at a little over what one such process was measured to use
+  // (docs/performance.md, "Measurements behind the code": kPerRank); 100000 of them once
+  // exhausted a machine.
   constexpr int kMost = 4096;
   constexpr std::size_t kPerRank = std::size_t(128) << 20;
   int most = kMost;

@@ -33,10 +33,9 @@ struct MatrixView {
 
 // 64-byte aligned storage so that vector loads and BLAS packing start on cache lines. Arrays
 // of kHugePageMin bytes or more start on a 2 MiB boundary and ask for transparent huge pages:
-// a fresh buffer's first touch (a page fault and the kernel's zeroing per page) then costs
-// about 0.6x; measured with 16 processes touching 512 MiB each at once on the H100 host (THP
-// "madvise"): 0.18-0.33 s against 0.31-0.40 s, a copy into the fresh buffer 0.25-0.33 s
-// against 0.38-0.55 s (a warm copy: 0.05-0.11 s).
+// a fresh buffer's first touch (a page fault and the kernel's zeroing per page) then takes
+// one fault per 2 MiB instead of per 4 KiB, and costs markedly less where many processes touch
+// fresh memory at once (docs/performance.md, "Measurements behind the code": kHugePageMin).
 inline constexpr std::size_t kHugePageMin = std::size_t(4) << 20;
 inline constexpr std::size_t kHugePage = std::size_t(2) << 20;
 template <class T>
