@@ -363,10 +363,11 @@ std::vector<std::vector<index_t>> held_matrix(const ResolvedLayout& have, const 
 }
 
 std::vector<int> best_assignment(const std::vector<std::vector<index_t>>& held) {
-  // Kuhn-Munkres with potentials on cost[r][p] = -(2 held[p][r] + [p == r]): the most held
-  // elements first, then the most fixed points. Rows are parts, columns ranks (1-based inside).
+  // Kuhn-Munkres with potentials on cost[r][p] = -((P + 1) held[p][r] + [p == r]): the most held
+  // elements first (the fixed points together weigh less than one element), then the most fixed
+  // points. Rows are parts, columns ranks (1-based inside).
   const int n = static_cast<int>(held.size());
-  auto cost = [&](int r, int p) { return -(2 * held[std::size_t(p)][std::size_t(r)] + (p == r ? 1 : 0)); };
+  auto cost = [&](int r, int p) { return -((n + 1) * held[std::size_t(p)][std::size_t(r)] + (p == r ? 1 : 0)); };
   const index_t inf = std::numeric_limits<index_t>::max() / 4;
   std::vector<index_t> u(std::size_t(n) + 1, 0), v(std::size_t(n) + 1, 0);
   std::vector<int> match(std::size_t(n) + 1, 0), way(std::size_t(n) + 1, 0);  // match[column] = row
