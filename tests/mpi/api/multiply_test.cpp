@@ -170,14 +170,25 @@ std::array<Layout, 3> algorithm_layouts(const DistAlgorithm& algo, GemmShape s, 
   return {blocks(algo.piece_a(), s.m, s.k), blocks(algo.piece_b(), s.k, s.n), blocks(algo.piece_c(), s.m, s.n)};
 }
 
+// SUMMA's layout of s as the callers' (rank p holding rank p + shift's pieces), SUMMA named.
+struct SummaLayouts {
+  MultiplyOptions o;
+  std::array<Layout, 3> l;
+  SummaLayouts(GemmShape s, int shift)
+      : l(algorithm_layouts(*make_algorithm(Algorithm::summa, Comm::world(), s, {}), s, shift)) {
+    o.algorithm = Algorithm::summa;
+  }
+  MultiplyPlan plan(Dtype dt) const {
+    return MultiplyPlan(Comm::world(), dt, Op::N, l[0], Op::N, l[1], l[2], o);
+  }
+};
+
 TEST(Multiply, MatchingLayoutMovesNothing) {
   Comm world = Comm::world();
   const GemmShape s{9, 10, 7};
-  MultiplyOptions o;
-  o.algorithm = Algorithm::summa;
-  const auto algo = make_algorithm(Algorithm::summa, world, s, {});
-  const auto l = algorithm_layouts(*algo, s, 0);
-  MultiplyPlan plan(world, Dtype::f64, Op::N, l[0], Op::N, l[1], l[2], o);
+  SummaLayouts sl(s, 0);
+  const auto& l = sl.l;
+  MultiplyPlan plan = sl.plan(Dtype::f64);
   EXPECT_EQ(plan.moved_total().total(), 0);
   EXPECT_TRUE(plan.in_place_a() && plan.in_place_b() && plan.in_place_c());
   for (int r = 0; r < world.size(); ++r) EXPECT_EQ(plan.ranks()[std::size_t(r)], r);
@@ -185,20 +196,17 @@ TEST(Multiply, MatchingLayoutMovesNothing) {
   EXPECT_EQ(check_multiply<double>(plan, Op::N, l[0], Op::N, l[1], l[2], 1.0, 2.0), 0);
   EXPECT_EQ(check_multiply<double>(plan, Op::N, l[0], Op::N, l[1], l[2], -1.0, 0.0, 1, true), 0);
   // Without the relabeling the same layouts still match.
-  o.relabel = false;
-  MultiplyPlan fixed(world, Dtype::f64, Op::N, l[0], Op::N, l[1], l[2], o);
-  EXPECT_EQ(fixed.moved_total().total(), 0);
+  sl.o.relabel = false;
+  EXPECT_EQ(sl.plan(Dtype::f64).moved_total().total(), 0);
 }
 
 TEST(Multiply, RotatedPiecesAreRelabeledNotMoved) {
   Comm world = Comm::world();
   const int P = world.size();
   const GemmShape s{11, 8, 9};
-  MultiplyOptions o;
-  o.algorithm = Algorithm::summa;
-  const auto algo = make_algorithm(Algorithm::summa, world, s, {});
-  const auto l = algorithm_layouts(*algo, s, 1);
-  MultiplyPlan plan(world, Dtype::f32, Op::N, l[0], Op::N, l[1], l[2], o);
+  SummaLayouts sl(s, 1);
+  const auto& l = sl.l;
+  MultiplyPlan plan = sl.plan(Dtype::f32);
   const index_t all = s.m * s.k + s.k * s.n + s.m * s.n;
   EXPECT_EQ(plan.moved_total().total(), 0);
   EXPECT_EQ(plan.held_elements(), all);
@@ -208,8 +216,8 @@ TEST(Multiply, RotatedPiecesAreRelabeledNotMoved) {
   for (int r = 0; r < P; ++r) EXPECT_EQ(plan.ranks()[std::size_t(r)], (r + P - 1) % P);
   EXPECT_EQ(check_multiply<float>(plan, Op::N, l[0], Op::N, l[1], l[2], 1.0, 1.0), 0);
   // Without it, everything not on its rank moves.
-  o.relabel = false;
-  MultiplyPlan fixed(world, Dtype::f32, Op::N, l[0], Op::N, l[1], l[2], o);
+  sl.o.relabel = false;
+  MultiplyPlan fixed = sl.plan(Dtype::f32);
   EXPECT_EQ(fixed.moved_total().total() + plan.held_elements_identity(), all);
   EXPECT_EQ(check_multiply<float>(fixed, Op::N, l[0], Op::N, l[1], l[2], 1.0, 1.0), 0);
 }
