@@ -5,6 +5,7 @@
 // add into what is there: dst = beta dst + src (beta = 0 never reads dst). A rank's own share
 // is copied directly, never through MPI; where no rank sends anything the all-to-all is skipped.
 #pragma once
+#include <algorithm>
 #include <complex>
 #include <type_traits>
 #include <vector>
@@ -85,7 +86,9 @@ void Redistribution::execute(const T* src, T* dst, const Comm& comm, bool conj, 
     for (const TilePair& p : send_[std::size_t(me_)])
       visit(&src_mine_[std::size_t(p.src_tile)], &dst_mine_[std::size_t(p.dst_tile)], p,
             [&](index_t sa, index_t ss, index_t da, index_t ds, index_t n) {
-              for (index_t i = 0; i < n; ++i) put(dst + da + i * ds, value(src[sa + i * ss]));
+              if (ss == 1 && ds == 1 && !add && !conj) std::copy(src + sa, src + sa + n, dst + da);
+              else
+                for (index_t i = 0; i < n; ++i) put(dst + da + i * ds, value(src[sa + i * ss]));
             });
   if (!moves_) return;
   const int P = comm.size();
@@ -104,7 +107,9 @@ void Redistribution::execute(const T* src, T* dst, const Comm& comm, bool conj, 
     T* out = sbuf.get() + sd[std::size_t(q)];
     for (const TilePair& p : send_[std::size_t(q)])
       visit(&src_mine_[std::size_t(p.src_tile)], nullptr, p, [&](index_t sa, index_t ss, index_t, index_t, index_t n) {
-        for (index_t i = 0; i < n; ++i) *out++ = value(src[sa + i * ss]);
+        if (ss == 1 && !conj) out = std::copy(src + sa, src + sa + n, out);
+        else
+          for (index_t i = 0; i < n; ++i) *out++ = value(src[sa + i * ss]);
       });
   }
   MPI_Alltoallv(sbuf.get(), sc.data(), sd.data(), mpi_type<T>(), rbuf.get(), rc.data(), rd.data(), mpi_type<T>(),
@@ -114,7 +119,9 @@ void Redistribution::execute(const T* src, T* dst, const Comm& comm, bool conj, 
     const T* in = rbuf.get() + rd[std::size_t(q)];
     for (const TilePair& p : recv_[std::size_t(q)])
       visit(nullptr, &dst_mine_[std::size_t(p.dst_tile)], p, [&](index_t, index_t, index_t da, index_t ds, index_t n) {
-        for (index_t i = 0; i < n; ++i) put(dst + da + i * ds, *in++);
+        if (ds == 1 && !add) std::copy(in, in + n, dst + da), in += n;
+        else
+          for (index_t i = 0; i < n; ++i) put(dst + da + i * ds, *in++);
       });
   }
 }
