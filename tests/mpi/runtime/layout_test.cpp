@@ -72,6 +72,18 @@ TEST(Layout, RoundTripsKeepEveryType) {
 TEST(Layout, BlockCyclicBlockingsAndSources) {
   Comm world = Comm::world();
   for (int v = 0; v < 6; ++v) round_trip<double>(0, v, 0, 5 - v, {11, 7});
+  // A descinit_ descriptor gives the same layout: every rank's tiles hold the same elements.
+  const int P = world.size(), desc[9] = {1, 0, 11, 7, 3, 2, 0, P - 1, 11};
+  const ResolvedLayout d = resolve(Layout::scalapack(desc, 1, P), world, "A"),
+                       b = resolve(Layout::block_cyclic(11, 7, 3, 2, 1, P, 0, P - 1, 11), world, "A");
+  ASSERT_EQ(d.error, "");
+  for (int r = 0; r < P; ++r) {
+    const index_t n = overlap_elements(b.ranks[std::size_t(r)], b.ranks[std::size_t(r)]);
+    EXPECT_EQ(overlap_elements(d.ranks[std::size_t(r)], b.ranks[std::size_t(r)]), n);
+    EXPECT_EQ(overlap_elements(d.ranks[std::size_t(r)], d.ranks[std::size_t(r)]), n);
+  }
+  const int dtype2[9] = {2, 0, 11, 7, 3, 2, 0, 0, 11};
+  EXPECT_THROW(Layout::scalapack(dtype2, 1, P), std::invalid_argument);
 }
 
 // The transpose (and conjugate) of an n x m layout, read while packing, is an m x n matrix in
