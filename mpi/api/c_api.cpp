@@ -216,9 +216,26 @@ int plan_create(distmm_plan* out, MPI_Comm comm, int dtype, int op_a, distmm_lay
   return DISTMM_SUCCESS;
 }
 
-distmm_plan_s* checked(distmm_plan plan, const char* fn, int& status) {
-  status = plan ? DISTMM_SUCCESS : fail(DISTMM_ERR_ARGUMENT, std::string(fn) + ": plan is NULL");
-  return plan;
+// A plan's local call: f(plan), or the error of a NULL plan (refused on this rank alone).
+template <class F>
+int query(distmm_plan plan, const char* fn, F&& f) {
+  return plan ? f(*plan) : fail(DISTMM_ERR_ARGUMENT, std::string(fn) + ": plan is NULL");
+}
+
+// Collective: the local checks agreed on, then the plan's execution.
+int execute(distmm_plan_s& p, const void* alpha, const void* A, const void* B, const void* beta, void* C) {
+  const char* fn = "distmm_plan_execute";
+  std::string error;
+  if (!alpha || !beta) error = std::string(fn) + ": alpha or beta is NULL: pass pointers to one element each";
+  const void* bufs[3] = {A, B, C};
+  for (int i = 0; i < 3 && error.empty(); ++i)
+    if (!bufs[i] && p.extent[i] > 0)
+      error = std::string(fn) + ": " + "ABC"[i] + " is NULL on a rank whose layout holds " + std::to_string(p.extent[i]) +
+              " elements from it: pass this rank's base pointer";
+  if (const int st = agree(p.comm.get(), error.empty() ? DISTMM_SUCCESS : DISTMM_ERR_ARGUMENT, error); st != DISTMM_SUCCESS)
+    return st;
+  auto [st, msg] = guarded([&] { p.plan.execute_call(p.plan.dtype(), alpha, A, B, beta, C); });
+  return st == DISTMM_SUCCESS ? st : fail(st, msg);
 }
 
 }  // namespace
@@ -324,21 +341,7 @@ int distmm_plan_create_f(distmm_plan* out, MPI_Fint comm, int dtype, int op_a, d
 }
 
 int distmm_plan_execute(distmm_plan plan, const void* alpha, const void* A, const void* B, const void* beta, void* C) {
-  const char* fn = "distmm_plan_execute";
-  int status;
-  distmm_plan_s* p = checked(plan, fn, status);
-  if (!p) return status;
-  std::string error;
-  if (!alpha || !beta) error = std::string(fn) + ": alpha or beta is NULL: pass pointers to one element each";
-  const void* bufs[3] = {A, B, C};
-  for (int i = 0; i < 3 && error.empty(); ++i)
-    if (!bufs[i] && p->extent[i] > 0)
-      error = std::string(fn) + ": " + "ABC"[i] + " is NULL on a rank whose layout holds " + std::to_string(p->extent[i]) +
-              " elements from it: pass this rank's base pointer";
-  if (const int st = agree(p->comm.get(), error.empty() ? DISTMM_SUCCESS : DISTMM_ERR_ARGUMENT, error); st != DISTMM_SUCCESS)
-    return st;
-  auto [st, msg] = guarded([&] { p->plan.execute_call(p->plan.dtype(), alpha, A, B, beta, C); });
-  return st == DISTMM_SUCCESS ? st : fail(st, msg);
+  return query(plan, "distmm_plan_execute", [&](distmm_plan_s& x) -> int { return execute(x, alpha, A, B, beta, C); });
 }
 
 int distmm_plan_destroy(distmm_plan plan) {
@@ -346,89 +349,84 @@ int distmm_plan_destroy(distmm_plan plan) {
   return DISTMM_SUCCESS;
 }
 
+
 int distmm_plan_algorithm(distmm_plan plan, char* buf, size_t size, size_t* length) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_algorithm", status);
-  if (!p) return status;
-  if (buf && size > 0) {
-    const size_t n = std::min(size - 1, p->algorithm.size());
-    std::memcpy(buf, p->algorithm.data(), n);
-    buf[n] = '\0';
-  }
-  if (length) *length = p->algorithm.size();
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_algorithm", [&](distmm_plan_s& p) -> int {
+    if (buf && size > 0) {
+      const size_t n = std::min(size - 1, p.algorithm.size());
+      std::memcpy(buf, p.algorithm.data(), n);
+      buf[n] = '\0';
+    }
+    if (length) *length = p.algorithm.size();
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_shape(distmm_plan plan, distmm_index* m, distmm_index* n, distmm_index* k) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_shape", status);
-  if (!p) return status;
-  const GemmShape s = p->plan.shape();
-  if (m) *m = s.m;
-  if (n) *n = s.n;
-  if (k) *k = s.k;
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_shape", [&](distmm_plan_s& p) -> int {
+    const GemmShape s = p.plan.shape();
+    if (m) *m = s.m;
+    if (n) *n = s.n;
+    if (k) *k = s.k;
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_dtype(distmm_plan plan, int* dtype) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_dtype", status);
-  if (!p) return status;
-  if (!dtype) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_dtype: dtype is NULL");
-  const Dtype d = p->plan.dtype();
-  *dtype = d == Dtype::f32 ? DISTMM_F32 : d == Dtype::f64 ? DISTMM_F64 : d == Dtype::c32 ? DISTMM_C32 : DISTMM_C64;
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_dtype", [&](distmm_plan_s& p) -> int {
+    if (!dtype) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_dtype: dtype is NULL");
+    const Dtype d = p.plan.dtype();
+    *dtype = d == Dtype::f32 ? DISTMM_F32 : d == Dtype::f64 ? DISTMM_F64 : d == Dtype::c32 ? DISTMM_C32 : DISTMM_C64;
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_moved(distmm_plan plan, int scope, distmm_index words[3]) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_moved", status);
-  if (!p) return status;
-  if (!words) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_moved: words is NULL");
-  if (scope < DISTMM_RANK || scope > DISTMM_TOTAL)
-    return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_moved: scope " + std::to_string(scope) +
-                                         " is unknown: use DISTMM_RANK, DISTMM_MAX or DISTMM_TOTAL");
-  const MovedWords w = scope == DISTMM_RANK ? p->plan.moved() : scope == DISTMM_MAX ? p->plan.moved_max() : p->plan.moved_total();
-  words[0] = w.a, words[1] = w.b, words[2] = w.c;
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_moved", [&](distmm_plan_s& p) -> int {
+    if (!words) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_moved: words is NULL");
+    if (scope < DISTMM_RANK || scope > DISTMM_TOTAL)
+      return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_moved: scope " + std::to_string(scope) +
+                                           " is unknown: use DISTMM_RANK, DISTMM_MAX or DISTMM_TOTAL");
+    const MovedWords w = scope == DISTMM_RANK  ? p.plan.moved()
+                         : scope == DISTMM_MAX ? p.plan.moved_max()
+                                               : p.plan.moved_total();
+    words[0] = w.a, words[1] = w.b, words[2] = w.c;
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_words(distmm_plan plan, double* words_max, double* messages_max) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_words", status);
-  if (!p) return status;
-  const CommEstimate e = p->plan.words();
-  if (words_max) *words_max = e.words_max;
-  if (messages_max) *messages_max = e.messages_max;
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_words", [&](distmm_plan_s& p) -> int {
+    const CommEstimate e = p.plan.words();
+    if (words_max) *words_max = e.words_max;
+    if (messages_max) *messages_max = e.messages_max;
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_memory(distmm_plan plan, int64_t* bytes) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_memory", status);
-  if (!p) return status;
-  if (!bytes) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_memory: bytes is NULL");
-  *bytes = static_cast<int64_t>(p->plan.memory_bytes());
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_memory", [&](distmm_plan_s& p) -> int {
+    if (!bytes) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_memory: bytes is NULL");
+    *bytes = static_cast<int64_t>(p.plan.memory_bytes());
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_in_place(distmm_plan plan, int in_place[3]) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_in_place", status);
-  if (!p) return status;
-  if (!in_place) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_in_place: in_place is NULL");
-  in_place[0] = p->plan.in_place_a(), in_place[1] = p->plan.in_place_b(), in_place[2] = p->plan.in_place_c();
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_in_place", [&](distmm_plan_s& p) -> int {
+    if (!in_place) return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_in_place: in_place is NULL");
+    in_place[0] = p.plan.in_place_a(), in_place[1] = p.plan.in_place_b(), in_place[2] = p.plan.in_place_c();
+    return DISTMM_SUCCESS;
+  });
 }
 
 int distmm_plan_extent(distmm_plan plan, int matrix, distmm_index* elements) {
-  int status;
-  distmm_plan_s* p = checked(plan, "distmm_plan_extent", status);
-  if (!p) return status;
-  if (!elements || matrix < DISTMM_A || matrix > DISTMM_C)
-    return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_extent: elements is NULL or matrix is not DISTMM_A, _B or _C");
-  *elements = p->extent[matrix];
-  return DISTMM_SUCCESS;
+  return query(plan, "distmm_plan_extent", [&](distmm_plan_s& p) -> int {
+    if (!elements || matrix < DISTMM_A || matrix > DISTMM_C)
+      return fail(DISTMM_ERR_ARGUMENT, "distmm_plan_extent: elements is NULL or matrix is not DISTMM_A, _B or _C");
+    *elements = p.extent[matrix];
+    return DISTMM_SUCCESS;
+  });
 }
 
 }  // extern "C"

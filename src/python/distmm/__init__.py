@@ -149,51 +149,40 @@ class BlockCyclic:
 
 class _Slabs:
     row_storage = True
+    _rows = True  # row slabs (or column slabs)
 
     def __init__(self, m, n, sizes=None):
         self.m, self.n = int(m), int(n)
         self.sizes = None if sizes is None else [int(s) for s in sizes]
 
     def _sizes(self, size):
-        return self.sizes if self.sizes is not None else even_sizes(self._split(), size)
+        return self.sizes if self.sizes is not None else even_sizes(self.m if self._rows else self.n, size)
+
+    def transposed(self):
+        return (ColSlabs if self._rows else RowSlabs)(self.n, self.m, self.sizes)
+
+    def local_shape(self, size, rank):
+        s = self._sizes(size)
+        mine = s[rank] if rank < len(s) else 0
+        return (mine, self.n) if self._rows else (self.m, mine)
 
     def _make(self, order, ld, size, rank):
         s = self._sizes(size)
         arr = (_c.index_t * max(1, len(s)))(*s)
         h = _c.handle()
-        f = _c.lib.distmm_layout_row_slabs if isinstance(self, RowSlabs) else _c.lib.distmm_layout_col_slabs
+        f = _c.lib.distmm_layout_row_slabs if self._rows else _c.lib.distmm_layout_col_slabs
         f(ctypes.byref(h), self.m, self.n, len(s), arr, ld, order)
         return h
-
-    def _mine(self, size, rank):
-        s = self._sizes(size)
-        return s[rank] if rank < len(s) else 0
 
 
 class RowSlabs(_Slabs):
     """Rank r holds rows [sum(sizes[:r]), + sizes[r]) of the m x n matrix (sizes None: even)."""
 
-    def _split(self):
-        return self.m
-
-    def transposed(self):
-        return ColSlabs(self.n, self.m, self.sizes)
-
-    def local_shape(self, size, rank):
-        return (self._mine(size, rank), self.n)
-
 
 class ColSlabs(_Slabs):
     """Rank r holds columns [sum(sizes[:r]), + sizes[r]) of the m x n matrix (sizes None: even)."""
 
-    def _split(self):
-        return self.n
-
-    def transposed(self):
-        return RowSlabs(self.n, self.m, self.sizes)
-
-    def local_shape(self, size, rank):
-        return (self.m, self._mine(size, rank))
+    _rows = False
 
 
 class Block:
