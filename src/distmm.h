@@ -21,7 +21,9 @@
  * status and the same message (distmm_last_error) on every rank of the communicator: bad
  * arguments, layouts that overlap, leave gaps or do not fit the shape, an lld below the local
  * rows, a dtype/op that differs between ranks, an algorithm that does not fit the rank count.
- * The last error is per thread. Device (GPU) memory is not taken by this build.
+ * The last error is per thread. Two problems are refused at once on the rank that has them, with
+ * no communicator to agree on: a NULL plan handle, and MPI not initialised or a null communicator.
+ * Device (GPU) memory is not taken by this build.
  */
 #ifndef DISTMM_H
 #define DISTMM_H
