@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(g++ cmake make libopenmpi-dev openmpi-bin libopenblas-dev libscalapack-openmpi-dev
       libgtest-dev libcli11-dev nlohmann-json3-dev python3-numpy python3-matplotlib clang libclang-rt-14-dev
-      scalapack-mpi-test ${DISTMM_EXTRA_PKGS:-})
+      scalapack-mpi-test gfortran python3-mpi4py ${DISTMM_EXTRA_PKGS:-})
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,12 @@
 //                                C(m, n, algo->piece_c());
 //     ... fill A.local and B.local (column-major, rows and columns given by the pieces) ...
 //     algo->multiply(*engine, 1.0, A.local, B.local, 0.0, C.local);
+//
+//   Your data where it already is (any layout: block-cyclic, slabs, a list of blocks): distmm
+//   chooses the algorithm and moves only what it must (mpi/api/multiply.hpp):
+//     auto la = distmm::Layout::block_cyclic(m, k, 64, 64, 2, 2, 0, 0, lld_a), ...;
+//     distmm::MultiplyPlan plan(world, distmm::Dtype::f64, distmm::Op::N, la, distmm::Op::T, lb, lc);
+//     plan.execute<double>(1.0, A, B, 0.0, C);   // as often as needed; plan.moved() says what moves
 #pragma once
 
 // the ground floor: element types (the dtype list), matrices, random inputs, .npy headers
@@ -30,8 +36,11 @@
 #include "../node/strassen_formulas.hpp"
 // communicators, layouts, distributed matrices, algorithms, verification, the whole run
 #include "../mpi/algorithms/algorithm.hpp"
+#include "../mpi/api/multiply.hpp"
 #include "../mpi/runtime/comm.hpp"
 #include "../mpi/runtime/distribution.hpp"
+#include "../mpi/runtime/layout.hpp"
+#include "../mpi/runtime/redistribute.hpp"
 #include "../mpi/run/npy_io.hpp"
 #include "../mpi/runtime/partition.hpp"
 #include "../mpi/run/run.hpp"

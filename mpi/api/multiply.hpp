@@ -1,0 +1,106 @@
+// Multiply the matrices users already have, where they are (issue #41):
+//
+//   C = alpha op(A) op(B) + beta C,  op = N, T or C (conjugate transpose),
+//
+// with A, B and C each in any layout (layout.hpp: block-cyclic, row or column slabs, a list of
+// blocks; host memory). distmm picks the algorithm for the shape and rank count (the registry's
+// automatic choice and cost model, or one named), renumbers the algorithm's ranks so that each
+// plays the part whose data it already holds most of (COSTA's relabeling: the Hungarian method
+// on the P x P overlap volumes, the algorithm built on a communicator split with the permuted
+// key), and moves only what is not already where the algorithm wants it: a matrix whose layout
+// matches is used in place (no copy), the others go through one all-to-all each
+// (redistribute.hpp, op() applied while packing), and C comes back as beta C + the product
+// (beta = 0 never reads C).
+//
+// Plan once for the layouts and the shape, execute many times (any buffers laid out alike):
+//
+//   distmm::MultiplyPlan plan(comm, Dtype::f64, Op::N, la, Op::T, lb, lc);   // collective
+//   plan.algorithm_name(); plan.moved();           // what was chosen, and what it moves
+//   plan.execute<double>(1.0, A, B, 0.0, C);       // collective, A, B, C: this rank's base pointers
+//
+// or in one call: distmm::multiply(comm, alpha, Op::N, A, la, Op::N, B, lb, beta, C, lc).
+// Bad layouts (overlapping or missing blocks, lld too small, sizes that do not fit the shape,
+// device memory) throw std::invalid_argument with the same message on every rank.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../algorithms/algorithm.hpp"
+#include "../runtime/comm.hpp"
+#include "../runtime/layout.hpp"
+
+namespace distmm {
+
+struct MultiplyOptions {
+  Algorithm algorithm = Algorithm::automatic;  // or one named (a UsageError where P does not fit)
+  AlgoOptions algo;                            // panel, grids, memory limit, ...
+  std::string engine = "blas";                 // the local engine (engine_registry), made by the plan
+  EngineOptions engine_options;
+  Engine* engine_ptr = nullptr;  // or the caller's own engine (it must outlive the plan)
+  bool relabel = true;           // false: algorithm rank r is rank r of the communicator
+};
+
+// Elements moved between ranks (sent to another rank) per matrix: A and B into the algorithm's
+// layout, C's product back.
+struct MovedWords {
+  index_t a = 0, b = 0, c = 0;
+  index_t total() const { return a + b + c; }
+};
+
+class MultiplyPlan {
+ public:
+  // Collective on comm. la describes A as stored (op(A) is m x k), lb B (op(B) is k x n), lc C
+  // (m x n); the shape follows from them.
+  MultiplyPlan(const Comm& comm, Dtype dtype, Op op_a, const Layout& la, Op op_b, const Layout& lb,
+               const Layout& lc, const MultiplyOptions& options = {});
+  ~MultiplyPlan();
+  MultiplyPlan(MultiplyPlan&&) noexcept;
+  MultiplyPlan& operator=(MultiplyPlan&&) noexcept;
+
+  GemmShape shape() const;
+  Dtype dtype() const;
+  const DistAlgorithm& algorithm() const;
+  std::string algorithm_name() const;  // "summa", ... with its layout: algorithm().layout()
+  // The algorithm's own words and messages (its analytic counts), and bytes per rank at the peak
+  // (the algorithm's plus the buffers of the matrices not used in place; the most over ranks).
+  CommEstimate words() const;
+  std::size_t memory_bytes() const;
+  // Redistribution: elements this rank sends to others, and the most / the sum over the ranks.
+  MovedWords moved() const;
+  MovedWords moved_max() const;
+  MovedWords moved_total() const;
+  // Whether A, B and C are used where they are on this rank (no copy at all).
+  bool in_place_a() const;
+  bool in_place_b() const;
+  bool in_place_c() const;
+  // ranks()[r]: the rank of the communicator that plays the algorithm's rank r.
+  const std::vector<int>& ranks() const;
+  // Elements of A, B and C (summed over ranks) already on the rank that the algorithm needs
+  // them on, with the relabeling and without it (identity): the difference is what it saved.
+  index_t held_elements() const;
+  index_t held_elements_identity() const;
+
+  // Collective: C = alpha op(A) op(B) + beta C on this rank's base pointers (the layouts'
+  // offsets count from them). T must be the plan's dtype.
+  template <class T>
+  void execute(nondeduced_t<T> alpha, const T* A, const T* B, nondeduced_t<T> beta, T* C) {
+    execute_call(dtype_of<T>(), &alpha, A, B, &beta, C);
+  }
+  void execute_call(Dtype dt, const void* alpha, const void* A, const void* B, const void* beta, void* C);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Plan and execute once (collective).
+template <class T>
+void multiply(const Comm& comm, nondeduced_t<T> alpha, Op op_a, const T* A, const Layout& la, Op op_b,
+              const T* B, const Layout& lb, nondeduced_t<T> beta, T* C, const Layout& lc,
+              const MultiplyOptions& options = {}) {
+  MultiplyPlan plan(comm, dtype_of<T>(), op_a, la, op_b, lb, lc, options);
+  plan.execute<T>(alpha, A, B, beta, C);
+}
+
+}  // namespace distmm

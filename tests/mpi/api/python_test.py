@@ -1,0 +1,248 @@
+"""The Python package distmm (src/python/distmm) under mpirun, against NumPy: every dtype, every
+op pair (N, T, C), A, B and C in block-cyclic, row or column slabs, one block per rank or explicit
+blocks in a flat buffer, C- and F-order (and padded) arrays, a plan executed twice, and errors
+(a bad layout, one rank's wrong shape, a GPU array on one rank, a bad option) raised on every
+rank with the same message. Inputs are small integers: every element is checked exactly.
+Run: PYTHONPATH=build/python mpirun -n 4 python3 tests/mpi/api/python_test.py"""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import distmm
+
+comm = MPI.COMM_WORLD
+P, me = comm.Get_size(), comm.Get_rank()
+failures = []
+cases = 0
+
+
+def fail(what):
+    failures.append(what)
+
+
+def grid(p):
+    r = max(d for d in range(1, int(p ** 0.5) + 1) if p % d == 0)
+    return r, p // r
+
+
+def starts(sizes):
+    return [sum(sizes[:r]) for r in range(len(sizes))]
+
+
+# Layout makers: (layout, index rows of this rank, index cols) for an m x n matrix, variant v.
+def make(kind, m, n, v):
+    if kind == "bc":
+        nprow, npcol = grid(P) if v % 2 == 0 else grid(P)[::-1]
+        mb, nb, rsrc, csrc = 2 + v % 2, 3 - v % 2, v % nprow, (v + 1) % npcol
+        go = "row" if v % 3 else "col"
+        lay = distmm.BlockCyclic(m, n, mb, nb, nprow, npcol, rsrc, csrc, go)
+        if me >= nprow * npcol:
+            return lay, [], []
+        prow, pcol = divmod(me, npcol) if go == "row" else divmod(me, nprow)[::-1]
+        rows = [g for g in range(m) if (rsrc + g // mb) % nprow == prow]
+        cols = [g for g in range(n) if (csrc + g // nb) % npcol == pcol]
+        return lay, rows, cols
+    if kind in ("rows", "cols"):
+        total = m if kind == "rows" else n
+        sizes = distmm.even_sizes(total, P) if v % 2 == 0 else [total // P + (r >= P - total % P) for r in range(P)]
+        s = starts(sizes)[me]
+        idx = list(range(s, s + sizes[me]))
+        if kind == "rows":
+            return distmm.RowSlabs(m, n, sizes if v % 2 else None), idx, list(range(n))
+        return distmm.ColSlabs(m, n, sizes), list(range(m)), idx
+    # "block": a pr x pc grid of blocks dealt to the ranks in reverse
+    pr, pc = grid(P)
+    rs, cs = distmm.even_sizes(m, pr), distmm.even_sizes(n, pc)
+    blocks = []
+    for r in range(P):
+        i, j = divmod(P - 1 - r, pc)
+        blocks.append(distmm.Block(starts(rs)[i], starts(cs)[j], rs[i], cs[j], owner=r))
+    b = blocks[me]
+    lay = distmm.Blocks(m, n, blocks if v % 2 else [distmm.Block(b.row, b.col, b.rows, b.cols)])
+    return lay, list(range(b.row, b.row + b.rows)), list(range(b.col, b.col + b.cols))
+
+
+def local(X, rows, cols, order, pad=False):
+    x = X[np.ix_(rows, cols)] if rows and cols else np.zeros((len(rows), len(cols)), X.dtype)
+    if pad:  # a slice of a larger array: one unit stride, a padded leading dimension
+        big = np.full((x.shape[0] + 2, x.shape[1] + 3), -7, X.dtype, order=order)
+        big[:x.shape[0], :x.shape[1]] = x
+        return big[:x.shape[0], :x.shape[1]]
+    return np.array(x, order=order)
+
+
+def explicit_blocks(X, m, n, v, dtype):
+    """Every rank two blocks (its block's columns split) in one flat buffer, one 'F' with a padded
+    ld, one 'C', at offsets: Blocks with explicit storage."""
+    _, rows, cols = make("block", m, n, v)
+    h = len(cols) // 2
+    parts = [(rows, cols[:h], "F"), (rows, cols[h:], "C")]
+    buf = np.full(4 + sum((len(r) + 1) * len(c) + len(r) * len(c) for r, c, _ in parts), -5, dtype)
+    mine, at = [], 2
+    for r, c, o in parts:
+        if not r or not c:
+            continue
+        blk = X[np.ix_(r, c)]
+        ld = len(r) + 1 if o == "F" else len(c)
+        for i in range(len(r)):
+            for j in range(len(c)):
+                buf[at + (i + j * ld if o == "F" else i * ld + j)] = blk[i, j]
+        mine.append((distmm.Block(r[0], c[0], len(r), len(c), offset=at, ld=ld, order=o), r, c, ld, o, at))
+        at += ld * (len(c) if o == "F" else len(r))
+    return distmm.Blocks(m, n, [x[0] for x in mine]), buf, mine
+
+
+def values(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, size=shape).astype(dtype)
+    if np.iscomplexobj(x):
+        x += 1j * rng.integers(-3, 4, size=shape)
+    return x
+
+
+def opx(X, o):
+    return X if o == "N" else X.T if o == "T" else X.conj().T
+
+
+KINDS = ["bc", "rows", "cols", "block", "flat"]
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False):
+    global cases
+    cases += 1
+    A = values((m, k) if oa == "N" else (k, m), 10 + v, dtype)
+    B = values((k, n) if ob == "N" else (n, k), 20 + v, dtype)
+    C0 = values((m, n), 30 + v, dtype)
+    ordr = {"C": ["C", "C", "C"], "F": ["F", "F", "F"], "mix": ["C", "F", "C"], "mix2": ["F", "C", "F"]}[order]
+
+    def arr(X, kind, o, vv):
+        if kind == "flat":
+            lay, buf, info = explicit_blocks(X, X.shape[0], X.shape[1], vv, dtype)
+            return lay, buf, info
+        lay, rows, cols = make(kind, X.shape[0], X.shape[1], vv)
+        return lay, local(X, rows, cols, o, pad), (rows, cols)
+
+    la, a, _ = arr(A, ka, ordr[0], v)
+    lb, b, _ = arr(B, kb, ordr[1], v + 1)
+    lc, c, cinfo = arr(C0, kc, ordr[2], v + 2)
+    alpha, beta = (2, -1) if not np.iscomplexobj(A) else (1 - 2j, 1j)
+    want = alpha * (opx(A, oa) @ opx(B, ob)) + beta * C0
+    a0, b0 = a.copy(), b.copy()
+    tag = "%s %s%s A %s B %s C %s %s v%d" % (np.dtype(dtype).name, oa, ob, ka, kb, kc, order, v)
+    try:
+        plan = distmm.Plan(a, b, c, layout=(la, lb, lc), trans_a=oa, trans_b=ob)
+        if check_no_copy and plan._copied != [False, False]:
+            fail(tag + ": an input was copied")
+        plan.execute(a, b, c, alpha=alpha, beta=beta)
+        plan.execute(a, b, c, alpha=0, beta=1)  # a second run on the same plan: c unchanged
+        plan.close()
+    except distmm.Error as e:
+        fail(tag + ": raised " + str(e))
+        return
+    if not (np.array_equal(a, a0) and np.array_equal(b, b0)):
+        fail(tag + ": an input was written")
+    if kc == "flat":
+        got_ok = True
+        for blk, r, cc, ld, o, at in cinfo:
+            for i in range(len(r)):
+                for j in range(len(cc)):
+                    got_ok &= c[at + (i + j * ld if o == "F" else i * ld + j)] == want[r[i], cc[j]]
+    else:
+        rows, cols = cinfo
+        got_ok = np.array_equal(c, want[np.ix_(rows, cols)]) if rows and cols else True
+    if not got_ok:
+        fail(tag + ": wrong C")
+
+
+def agreed_error(fn, cls, what):
+    """fn() must raise cls on every rank with one message."""
+    global cases
+    cases += 1
+    msg = None
+    try:
+        fn()
+    except distmm.Error as e:
+        msg = (type(e).__name__, str(e))
+        if not isinstance(e, cls):
+            fail(what + ": raised %s, not %s: %s" % (type(e).__name__, cls.__name__, e))
+    msgs = comm.allgather(msg)
+    if any(x is None for x in msgs):
+        fail(what + ": not raised on every rank: %s" % msgs)
+    elif len(set(msgs)) != 1:
+        fail(what + ": different messages: %s" % msgs)
+    return msg
+
+
+rng = np.random.default_rng(7)
+# every dtype and op pair, the layout kinds and orders drawn (seeded: every rank draws the same)
+for dtype in DTYPES:
+    for oa in "NTC":
+        for ob in "NTC":
+            ka, kb, kc = rng.choice(KINDS, 3)
+            one_case(dtype, oa, ob, ka, kb, kc, rng.choice(["C", "F", "mix", "mix2"]), int(rng.integers(0, 6)))
+# every kind for each matrix, in both orders
+for i, kind in enumerate(KINDS):
+    for order in ("C", "F"):
+        one_case(np.float64, "N", "T", kind, KINDS[(i + 1) % 5], KINDS[(i + 2) % 5], order, i)
+        one_case(np.complex128, "C", "N", KINDS[(i + 3) % 5], kind, KINDS[(i + 4) % 5], order, i + 1)
+# C-order and F-order arrays on block-cyclic layouts need no copy (C^T = B^T A^T), padded slices too
+for order in ("C", "F"):
+    for oa, ob in (("N", "N"), ("T", "N"), ("N", "T")):
+        one_case(np.float64, oa, ob, "bc", "bc", "bc", order, 3, check_no_copy=True)
+    one_case(np.complex64, "C", "C", "rows", "cols", "bc", order, 2, pad=True)
+# odd shapes down to 1
+for m, n, k in ((1, 1, 1), (1, 6, 3), (8, 1, 1), (3, 2, 11)):
+    one_case(np.float64, "N", "N", "bc", "rows", "cols", "C", 0, m, n, k)
+    one_case(np.complex128, "T", "C", "cols", "block", "rows", "F", 1, m, n, k)
+
+# matmul allocates C (C-order for C-order inputs) and equals NumPy's product
+A, B = values((9, 4), 1, np.float64), values((4, 6), 2, np.float64)
+la, ra, ca = make("rows", 9, 4, 0)
+lb, rb, cb = make("bc", 4, 6, 1)
+lc, rc, cc = make("cols", 9, 6, 0)
+c = distmm.matmul(np.ascontiguousarray(A[ra]), local(B, rb, cb, "C"), layout=(la, lb, lc), comm=comm)
+cases += 1
+if not (c.flags.c_contiguous and np.array_equal(c, (A @ B)[np.ix_(rc, cc)])):
+    fail("matmul: wrong or not C-order")
+
+# errors, raised on every rank with the same message
+a = local(A, ra, ca, "F")
+b = local(B, rb, cb, "F")
+cl = np.zeros((9, len(cc)), order="F")
+bad_rows = distmm.RowSlabs(9, 4, [1] * P)  # sizes that do not add up to 9 (P < 9)
+if P < 9:
+    msg = agreed_error(lambda: distmm.Plan(a[:1], b, cl, layout=(bad_rows, lb, lc)),
+                       distmm.LayoutError, "bad layout")
+wrong = a if me != P - 1 else np.zeros((a.shape[0] + 1, a.shape[1]))
+agreed_error(lambda: distmm.matmul(wrong, b, cl, layout=(la, lb, lc)), distmm.ArgumentError, "one rank's wrong shape")
+
+
+class FakeGpuArray:  # what CuPy arrays show: __cuda_array_interface__
+    __cuda_array_interface__ = {"shape": (1,), "typestr": "<f8", "data": (0, False), "version": 3}
+
+
+gpu = FakeGpuArray() if me == 0 else a
+msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError, "GPU array")
+if msg and "not supported yet" not in msg[1]:
+    fail("GPU array: message does not say device memory is not supported: " + msg[1])
+agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), options="algorithm=nope"), distmm.UsageError,
+             "unknown algorithm")
+agreed_error(lambda: distmm.matmul(a.astype(np.float32), b, cl, layout=(la, lb, lc)), distmm.ArgumentError,
+             "mixed dtypes")
+agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), trans_a="X"), distmm.ArgumentError, "bad op")
+# after the errors, the communicator still works: one more multiply
+c2 = distmm.matmul(a, b, np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc))
+cases += 1
+if not np.array_equal(c2, (A @ B)[:, cc]):
+    fail("multiply after errors: wrong C")
+
+all_failures = comm.gather(failures, root=0)
+if me == 0:
+    flat = [f for r, fs in enumerate(all_failures) for f in ("rank %d: %s" % (r, x) for x in fs)]
+    for f in flat[:40]:
+        print("FAIL", f)
+    print("python_test: %d ranks, %d cases: %s" % (P, cases, "ok" if not flat else "%d FAILED" % len(flat)))
+ok = comm.bcast(not flat if me == 0 else None, root=0)
+sys.exit(0 if ok else 1)
