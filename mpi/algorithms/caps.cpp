@@ -52,8 +52,8 @@ index_t ld(index_t x) { return std::max<index_t>(x, 1); }
 // Dimensions of the problem at one stage of the recursion, and this rank's part of the leaf
 // blocks: rank q of the stage's P = mr x Qc ranks holds row part qr = q mod mr (of mr) and column
 // chunk qc = q div mr (of Qc) of every leaf block. The m ranks that finish a leaf form an
-// mr x mc grid (leaf_grid_rows), so its product is a 2-D SUMMA; above it the column chunks carry the
-// BFS steps (rows never move).
+// mr x mc grid (leaf_grid_rows), so its product is a 2-D SUMMA; above it the column chunks carry
+// the BFS steps (rows never move).
 struct Stage {
   index_t m, n, k;  // (padded) sizes of this subproblem
   int steps;        // steps left

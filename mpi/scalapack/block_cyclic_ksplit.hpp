@@ -28,10 +28,10 @@
 // with the slowest rank. So after its first step each rank tells the others its rate (one
 // MPI_Iallgather), and every rank derives the same plan from the rates (ksplit_plan, over the
 // rate balancer CAPS uses too, mpi/runtime/rate_balancer.hpp): pieces of the slowest ranks'
-// last steps go to the ranks predicted to finish first. A moved piece's
-// operands come from where they live (A's rows from their owner, B's block from its owner), its
-// product goes to the owner of its block of C as the victim's would have; everything that
-// depends on the plan (the steps whose pieces may move) starts only after the plan is known.
+// last steps go to the ranks predicted to finish first. A moved piece's operands come from
+// where they live (A's rows from their owner, B's block from its owner), its product goes to the
+// owner of its block of C as the victim's would have; everything that depends on the plan (the
+// steps whose pieces may move) starts only after the plan is known.
 #pragma once
 #include <algorithm>
 #include <chrono>
