@@ -20,7 +20,8 @@
 //    Where 7 does not divide the rank count this still takes several Strassen levels. Round
 //    t + 1's operands travel during round t's product, round t - 1's products during it too.
 //    One rule picks how the rounds are dealt: in a host run with the balancer on
-//    (DISTMM_CAPS_BALANCE) and more than two rounds, by the ranks' measured rates (DealtPlan);
+//    (DISTMM_CAPS_BALANCE) and more than two rounds, by the ranks' measured rates (DealtPlan in
+//    caps.hpp, over the rate balancer the k-split uses too, mpi/runtime/rate_balancer.hpp);
 //    otherwise round-robin in whole rounds, the last J mod P subproblems split over all ranks (a
 //    short round would leave ranks idle; a GPU run's products are queued, not timed).
 //  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, a 2-D SUMMA on the
@@ -37,6 +38,7 @@
 #include "caps.hpp"
 #include "../runtime/counting_space.hpp"
 #include "../runtime/pipeline.hpp"
+#include "../runtime/rate_balancer.hpp"
 #include "../../src/core/settings.hpp"
 
 namespace distmm {
@@ -50,8 +52,8 @@ index_t ld(index_t x) { return std::max<index_t>(x, 1); }
 // Dimensions of the problem at one stage of the recursion, and this rank's part of the leaf
 // blocks: rank q of the stage's P = mr x Qc ranks holds row part qr = q mod mr (of mr) and column
 // chunk qc = q div mr (of Qc) of every leaf block. The m ranks that finish a leaf form an
-// mr x mc grid (leaf_grid), so its product is a 2-D SUMMA; above it the column chunks carry the
-// BFS steps (rows never move).
+// mr x mc grid (leaf_grid_rows), so its product is a 2-D SUMMA; above it the column chunks carry
+// the BFS steps (rows never move).
 struct Stage {
   index_t m, n, k;  // (padded) sizes of this subproblem
   int steps;        // steps left
@@ -74,31 +76,19 @@ struct Stage {
   Stage child_bfs() const { return {m / 2, n / 2, k / 2, steps - 1, P / 7, qc() / 7 * mr + qr(), mr}; }
 };
 
-// The grid of the m <= 6 ranks that share a leaf: as square as m allows.
-std::pair<int, int> leaf_grid(int m) {
-  if (m == 4) return {2, 2};
-  if (m == 6) return {2, 3};
-  return {1, m};
-}
+// The rows of the grid of the m <= 6 ranks that share a leaf, as square as m allows (2 x 2,
+// 2 x 3, else 1 x m).
+int leaf_grid_rows(int m) { return m == 4 || m == 6 ? 2 : 1; }
 
-index_t pow7(int L) {
-  index_t p = 1;
-  for (int l = 0; l < L; ++l) p *= 7;
-  return p;
-}
+index_t pow7(int L) { return L <= 0 ? 1 : 7 * pow7(L - 1); }
 // Digit l (1 = the top dealt level) of subproblem j among 7^L.
 int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
 
-// The quadrants product j's row of a formula table uses (its nonzero coefficients).
-struct Used {
-  int n = 0;
-  std::array<int, 4> q{};
-};
-Used used_quadrants(const int (&coef)[7][4], int j) {
-  Used u;
-  for (int q = 0; q < 4; ++q)
-    if (coef[j][q] != 0) u.q[std::size_t(u.n++)] = q;
-  return u;
+// The quadrant that product j's row of a formula table takes alone, with coefficient 1 (-1: none).
+int lone_quadrant(const int (&coef)[7][4], int j) {
+  const auto nonzero = [](int x) { return x != 0; };
+  const int q = int(std::find_if(coef[j], coef[j] + 4, nonzero) - coef[j]);
+  return std::count_if(coef[j], coef[j] + 4, nonzero) == 1 && coef[j][q] == 1 ? q : -1;
 }
 
 // The leaf's k-panels: the union of A's column chunks (over the mc grid columns) and B's row
@@ -125,51 +115,6 @@ std::vector<LeafPanel> leaf_panels(index_t lk, int mr, int mc) {
   return v;
 }
 
-// The order in which dealt subproblems go out: round s gives subproblem j0 + i to owners[i].
-// Rounds 0 and 1 give one to every rank; from round 2 on, where balanced, rank i takes part in a
-// fraction w_i = min(1, t_median / t_i) of the rounds (t_i: its round-0 product's time, gathered
-// once), so that a rank on a slower core skips rounds instead of holding every round back.
-// Every rank computes the same plan from the same gathered times.
-struct DealtStep {
-  index_t j0;
-  std::vector<int> owners;
-};
-struct DealtPlan {
-  std::vector<DealtStep> steps;
-  index_t next = 0, J = 0;
-  std::vector<double> w;  // empty: every rank in every round
-  void add(int P) {
-    DealtStep s{next, {}};
-    const double k = double(steps.size()) - 2;
-    for (int r = 0; r < P && next < J; ++r)
-      if (w.empty() || std::floor((k + 1) * w[std::size_t(r)]) > std::floor(k * w[std::size_t(r)]))
-        s.owners.push_back(r), ++next;
-    steps.push_back(std::move(s));
-  }
-  int index_of(std::size_t t, int r) const {
-    const auto& o = steps[t].owners;
-    const auto it = std::find(o.begin(), o.end(), r);
-    return it == o.end() ? -1 : int(it - o.begin());
-  }
-};
-
-// The balancer's settings from the environment, read once when the algorithm is built:
-// DISTMM_CAPS_BALANCE=0 turns it off (agreed over the ranks: off if any rank has it off, since a
-// rank that balances alone would wait for a gather the others never post);
-// DISTMM_CAPS_SKEW=R:F (tests) makes rank R report F times its round-0 time.
-struct BalanceSettings {
-  bool on = true;
-  int skew_rank = -1;
-  double skew = 1;
-  explicit BalanceSettings(const Comm& world) {
-    const Settings s = settings();
-    on = s.caps_balance, skew_rank = s.caps_skew.rank, skew = s.caps_skew.factor;
-    int mine = on ? 1 : 0, all = 1;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world.get());
-    on = all == 1;
-  }
-};
-
 // out[i] = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one pass
 // reading only the quadrants they use.
 template <class T>
@@ -192,11 +137,11 @@ void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7
 template <class T>
 void scatter(DeviceSpace& sp, const T* M, index_t quarter, const int (&coef)[7][4], int j, T* up,
              std::array<bool, 4>& touched) {
-  const Used u = used_quadrants(coef, j);
   DeviceSpace::Combination k;
-  k.n_in = 1, k.n_out = u.n, k.in[0] = M;
-  for (std::size_t i = 0; i < std::size_t(u.n); ++i) {
-    const auto q = std::size_t(u.q[i]);
+  k.n_in = 1, k.in[0] = M;
+  for (std::size_t q = 0; q < 4; ++q) {
+    if (coef[j][q] == 0) continue;
+    const auto i = std::size_t(k.n_out++);
     k.out[i] = up + index_t(q) * quarter, k.coef[i][0] = coef[j][q], k.accumulate[i] = touched[q], touched[q] = true;
   }
   if (quarter > 0) sp.combine(quarter, k, dtype_of<T>());
@@ -211,7 +156,7 @@ class Caps final : public AlgorithmBase<Caps> {
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
     dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
-    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid(mfac).first;  // dealt: column chunks only
+    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(mfac);  // dealt: column chunks only
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
     pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
     pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
@@ -233,8 +178,10 @@ class Caps final : public AlgorithmBase<Caps> {
       leaf_rows_ = cur->split(lq % mr, lq / mr);
       leaf_cols_ = cur->split(lq / mr, lq % mr);
     }
-    const index_t P = cur->size();
-    balanced_ = !device_resident && balance_.on && P > 1 && pow7(dealt_levels_) > 2 * P;
+    // DISTMM_CAPS_BALANCE=0 turns the balancer off, agreed over the ranks (a rank that balances
+    // alone would wait for a gather the others never post).
+    const bool off = world_.any(!settings().caps_balance);
+    balanced_ = !device_resident && !off && cur->size() > 1 && pow7(dealt_levels_) > 2 * index_t(cur->size());
   }
 
   std::string name() const override { return "caps"; }
@@ -550,9 +497,9 @@ class Caps final : public AlgorithmBase<Caps> {
       const index_t pre = j / pow7(L - l);
       if (l == L || s.prefix[i] != pre) {
         const int d = digit(j, l, L);
-        const Used u = used_quadrants(coef, d);
-        if (u.n == 1 && coef[d][u.q[0]] == 1 && (l < L || parent_in_x)) {
-          s.at[i] = parent + u.q[0] * len, s.from_x[i] = parent_in_x;
+        const int q = lone_quadrant(coef, d);
+        if (q >= 0 && (l < L || parent_in_x)) {
+          s.at[i] = parent + q * len, s.from_x[i] = parent_in_x;
         } else {
           T* dst = l == L ? out : s.store[i];
           phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
@@ -593,26 +540,8 @@ class Caps final : public AlgorithmBase<Caps> {
     auto cwk = [&](int r) { return chunk_width(lk, r, P); };
     auto cwn = [&](int r) { return chunk_width(ln, r, P); };
     const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
-    DealtPlan plan;
-    plan.J = pow7(L);
-    if (balanced_) plan.add(P), plan.add(P);
-    else
-      while (plan.J - plan.next >= P) plan.add(P);  // whole rounds; the rest split (split_product)
-    std::vector<double> times(std::size_t(P), 0.0);
-    double my_time = 0;
-    MPI_Request gather = MPI_REQUEST_NULL;
-    auto extend_to = [&](std::size_t t) {  // the balanced plan's rounds up to t
-      while (balanced_ && plan.steps.size() <= t && plan.next < plan.J) {
-        if (plan.w.empty()) {
-          phase(level_phase(depth + L - 1, kExchangeIn), [&] { MPI_Wait(&gather, MPI_STATUS_IGNORE); });
-          std::vector<double> sorted = times;
-          std::sort(sorted.begin(), sorted.end());
-          const double med = sorted[(sorted.size() - 1) / 2];  // (the lower median: at P = 2, the faster)
-          for (double ti : times) plan.w.push_back(ti > 0 && med > 0 ? std::clamp(med / ti, 0.05, 1.0) : 1.0);
-        }
-        plan.add(P);
-      }
-    };
+    DealtPlan plan(pow7(L), P, balanced_);  // (unbalanced: the rest split, split_product)
+    RateGather times(P, 1);  // every rank's round-0 product time (none posted when counting)
     DeviceComm& comm = *comms().dealt;
     DealtSums<T> sa(L), sb(L);
     std::vector<T*> cm(std::size_t(L), nullptr);
@@ -718,7 +647,8 @@ class Caps final : public AlgorithmBase<Caps> {
     };
     if (!plan.steps.empty()) post_in(0);
     for (std::size_t t = 0; t < plan.steps.size(); ++t) {
-      extend_to(t + 1);  // (may grow plan.steps)
+      if (balanced_ && t == 1) phase(x_in, [&] { times.wait(); }), plan.balance(times.all);
+      plan.extend_to(t + 1);  // (balanced: may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
       phase(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
       if (plan.index_of(t, me) >= 0) {
@@ -727,10 +657,9 @@ class Caps final : public AlgorithmBase<Caps> {
         phase(tail_phase(1), [&] {
           sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
         });
-        if (t == 0) my_time = (MPI_Wtime() - t0) * (me == balance_.skew_rank ? balance_.skew : 1.0);
+        if (t == 0 && balanced_ && !counted_)  // (every rank has one in round 0) not counted
+          times.post(groups_.empty() ? world_ : groups_.back(), {skewed(skew_, me, MPI_Wtime() - t0)});
       }
-      if (t == 0 && balanced_ && !counted_)  // one double per rank, outside the counted words
-        MPI_Iallgather(&my_time, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, (groups_.empty() ? world_ : groups_.back()).get(), &gather);
       if (t >= 1) combine_round(t - 1);
       post_out(t);
       if (depth == 0 && !counted_) step_done(int(t + 1), int(plan.steps.size()));
@@ -739,7 +668,7 @@ class Caps final : public AlgorithmBase<Caps> {
     sp.compute_waits_for_comm();
     for (index_t j = plan.next; j < plan.J; ++j) split_product(j);
     sp.compute_waits_for_comm();
-    if (gather != MPI_REQUEST_NULL) MPI_Wait(&gather, MPI_STATUS_IGNORE);
+    times.wait();
   }
 
   int bfs_level(int depth) const {
@@ -818,8 +747,8 @@ class Caps final : public AlgorithmBase<Caps> {
   CapsSteps steps_;
   BilinearFormula f_;
   Comm world_;
-  BalanceSettings balance_{world_};  // (after world_, over which it is agreed)
-  bool balanced_ = false;            // dealt rounds by measured rates (the rule above)
+  Skew skew_ = settings().caps_skew;  // the test hook: rank R reports F times its round-0 time
+  bool balanced_ = false;             // dealt rounds by measured rates (the rule above)
   Stage top_{};
   Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;

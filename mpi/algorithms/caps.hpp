@@ -2,6 +2,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "algorithm.hpp"
 
@@ -14,4 +15,28 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
 // the plan's choice of steps and formula (caps_plan.cpp, make_caps) built.
 std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, int m, int k7, const CapsSteps& steps,
                                                   const BilinearFormula& f, bool device_resident);
+
+// The order in which the dealt steps' subproblems go out (caps_plan.cpp): round s gives
+// subproblem j0 + i to owners[i]. Rounds 0 and 1 give one to every rank; where balanced, the rest
+// are shared out by the rate balancer (balance: rate_shares, mpi/runtime/rate_balancer.hpp, from
+// the round-0 products' times, gathered once), and rank r's n_r spread evenly over the next max n
+// rounds, so that a rank on a slower core skips rounds instead of holding every round back.
+// Every rank computes the same plan from the same gathered times.
+struct DealtStep {
+  index_t j0;
+  std::vector<int> owners;
+};
+struct DealtPlan {
+  // J subproblems over P ranks. Balanced: rounds 0 and 1 (the rest once balance() has the
+  // times); else round-robin in whole rounds, the last J mod P left (split over all ranks).
+  DealtPlan(index_t J, int P, bool balanced);
+  std::vector<DealtStep> steps;
+  index_t next = 0, J = 0;
+  int P = 1;
+  std::vector<index_t> n;  // from round 2 on, each rank's share; empty: every rank in every round
+  void add();              // the next round
+  void balance(const std::vector<double>& sec_per_product);  // n for what is not dealt yet
+  void extend_to(std::size_t t);  // balanced: rounds up to t (while subproblems are left)
+  int index_of(std::size_t t, int r) const;                   // r's place in round t (-1: none)
+};
 }  // namespace distmm

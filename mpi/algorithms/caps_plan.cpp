@@ -1,5 +1,5 @@
-// CAPS's plan (caps.cpp holds its schedule): the rank counts it takes, its memory per rank, and
-// the choice of steps and formula within memory by the cost model.
+// CAPS's plan (caps.cpp holds its schedule): the rank counts it takes, its memory per rank, the
+// choice of steps and formula within memory by the cost model, and the dealt rounds' owners.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include "algorithms.hpp"
 #include "caps.hpp"
 #include "cost_model.hpp"
+#include "../runtime/rate_balancer.hpp"
 
 namespace distmm {
 
@@ -43,6 +44,35 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
   double ws = double(e.workspace_bytes(index_t(m), index_t(std::ceil(n / Pc)), index_t(k), dt)) /
               size_of(dt);
   return std::max(peak, live + leaf_extra + ws);
+}
+
+DealtPlan::DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) {
+  if (balanced) add(), add();
+  else
+    while (J - next >= P) add();
+}
+
+void DealtPlan::add() {
+  DealtStep s{next, {}};
+  const index_t k = index_t(steps.size()) - 2, most = n.empty() ? 1 : *std::max_element(n.begin(), n.end());
+  for (int r = 0; r < P && next < J; ++r)
+    if (n.empty() || (k + 1) * n[std::size_t(r)] / most > k * n[std::size_t(r)] / most)
+      s.owners.push_back(r), ++next;
+  steps.push_back(std::move(s));
+}
+
+void DealtPlan::balance(const std::vector<double>& sec_per_product) {
+  n = rate_shares(J - next, sec_per_product);
+}
+
+void DealtPlan::extend_to(std::size_t t) {
+  while (!n.empty() && steps.size() <= t && next < J) add();
+}
+
+int DealtPlan::index_of(std::size_t t, int r) const {
+  const auto& o = steps[t].owners;
+  const auto it = std::find(o.begin(), o.end(), r);
+  return it == o.end() ? -1 : int(it - o.begin());
 }
 
 std::optional<std::pair<int, int>> caps_factors(int P) {

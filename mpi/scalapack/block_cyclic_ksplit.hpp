@@ -26,14 +26,14 @@
 // H100 machine, docs/performance.md) single-threaded DGEMMs on the 16 cores at once took
 // 0.54-0.98 s for the same work, the same cores slow for several seconds, and the call ends
 // with the slowest rank. So after its first step each rank tells the others its rate (one
-// MPI_Iallgather), and every rank derives the same plan from the rates (ksplit_plan): pieces
-// of the slowest ranks' last steps go to the ranks predicted to finish first. A moved piece's
-// operands come from where they live (A's rows from their owner, B's block from its owner), its
-// product goes to the owner of its block of C as the victim's would have; everything that
-// depends on the plan (the steps whose pieces may move) starts only after the plan is known.
+// MPI_Iallgather), and every rank derives the same plan from the rates (ksplit_plan, over the
+// rate balancer CAPS uses too, mpi/runtime/rate_balancer.hpp): pieces of the slowest ranks'
+// last steps go to the ranks predicted to finish first. A moved piece's operands come from
+// where they live (A's rows from their owner, B's block from its owner), its product goes to the
+// owner of its block of C as the victim's would have; everything that depends on the plan (the
+// steps whose pieces may move) starts only after the plan is known.
 #pragma once
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -47,6 +47,7 @@
 #include "../../src/core/matrix.hpp"
 #include "../runtime/comm.hpp"
 #include "../runtime/overlap.hpp"
+#include "../runtime/rate_balancer.hpp"
 
 namespace distmm {
 
@@ -168,24 +169,21 @@ struct KMove {
 };
 
 // The balancer's plan at checkpoint `cp`, the same on every rank (a function of the layout, the
-// reports and the earlier checkpoints' moves alone). A rank's predicted finish: it reaches step
-// cp.first after what it still has before it, or when the plan is known (the last report) if
-// later, then computes what is left of its own pieces from cp.first on and the pieces it has
-// taken. Greedily, while it pays: the rank predicted last (among those `may_give` allows, all
-// when null) gives its next movable piece (from step cp.first on, the last computed first; not
-// a piece of its own block of C) to the rank that would then finish first (not the piece's
-// owner, at most max_per_thief pieces each over all checkpoints), charging the thief the
-// piece's words at sec_per_word; a move must bring the pair's later finish down by a tenth of
-// the piece's time on the victim, so that noise in the rates does not move pieces back and
-// forth. `predicted` (optional) gets every rank's finish as predicted after the moves.
+// reports and the earlier checkpoints' moves alone): rate_balance (mpi/runtime/rate_balancer.hpp)
+// over the pieces. A rank's predicted finish: it reaches step cp.first after what it still has
+// before it, or when the plan is known (the last report) if later, then computes what is left of
+// its own pieces from cp.first on and the pieces it has taken (and receives their words at
+// sec_per_word). The pieces a rank (among those `may_give` allows, all when null) may give: from
+// step cp.first on, the last computed first, not a piece of its own block of C; a piece's owner
+// may not take it, nor a rank without a share of k, and at most max_per_thief pieces each over
+// all checkpoints. `predicted` (optional) gets every rank's finish as predicted after the moves.
 inline std::vector<KMove> ksplit_plan(const KSplitLayout& L, KCheckpoint cp,
                                       const std::vector<KReport>& reports,
                                       const std::vector<KMove>& earlier, double sec_per_word,
                                       int max_per_thief, const std::vector<char>* may_give = nullptr,
                                       std::vector<double>* predicted = nullptr) {
   const int pr = L.nprow, pc = L.npcol, P = pr * pc;
-  std::vector<KMove> moves;
-  if (pc < 3 || P < 2) return moves;
+  if (pc < 3 || P < 2) return {};
   auto words_of = [&](int v, int r, int c) {
     return double(L.rows[r]) * double(L.width(v)) + double(L.width(v)) * double(L.cols[c]) +
            double(L.rows[r]) * double(L.cols[c]);
@@ -195,76 +193,43 @@ inline std::vector<KMove> ksplit_plan(const KSplitLayout& L, KCheckpoint cp,
       if (m.victim == t && m.step == step && m.row == r) return true;
     return false;
   };
-  auto spf = [&](int t) { return reports[static_cast<std::size_t>(t)].sec_per_flop; };
   double known = 0;  // when the plan is known: the last report
   for (const KReport& x : reports) known = std::max(known, x.elapsed);
-  std::vector<double> pred(static_cast<std::size_t>(P));
-  std::vector<int> taken(static_cast<std::size_t>(P), 0);
+  std::vector<RateRank> ranks(static_cast<std::size_t>(P));
   std::vector<std::vector<std::pair<int, int>>> movable(static_cast<std::size_t>(P));  // (step, row)
   for (int t = 0; t < P; ++t) {
     const KReport& x = reports[static_cast<std::size_t>(t)];
-    double rest = 0, rest_words = 0;
+    RateRank& k = ranks[static_cast<std::size_t>(t)];
+    k.sec_per_work = x.sec_per_flop, k.may_take = L.width(t) > 0;
+    k.ready = std::max(x.elapsed + x.flops_before * x.sec_per_flop, known);
     for (int step = cp.first; step < pc; ++step)
       for (int r = 0; r < pr; ++r)
-        if (!moved(t, step, r)) rest += ksplit_piece_flops(L, t, r, ksplit_col(L, t, step));
+        if (!moved(t, step, r)) k.work += ksplit_piece_flops(L, t, r, ksplit_col(L, t, step));
     for (const KMove& m : earlier)
       if (m.thief == t) {
         const int c = ksplit_col(L, m.victim, m.step);
-        rest += ksplit_piece_flops(L, m.victim, m.row, c), rest_words += words_of(m.victim, m.row, c);
-        ++taken[t];
+        k.work += ksplit_piece_flops(L, m.victim, m.row, c), k.words += words_of(m.victim, m.row, c);
+        ++k.taken;
       }
-    pred[t] = std::max(x.elapsed + x.flops_before * x.sec_per_flop, known) + rest * x.sec_per_flop +
-              rest_words * sec_per_word;
     if (may_give && !(*may_give)[static_cast<std::size_t>(t)]) continue;
     for (int step = pc - 1; step >= cp.first; --step) {
       const int c = ksplit_col(L, t, step);
       for (int i = pr - 1; i >= 0; --i) {
         const int r = (t / pc + i) % pr;
-        if (ksplit_piece_flops(L, t, r, c) > 0 && L.rank(r, c) != t && !moved(t, step, r))
+        const double f = ksplit_piece_flops(L, t, r, c);
+        if (f > 0 && L.rank(r, c) != t && !moved(t, step, r)) {
           movable[t].push_back({step, r});
+          k.items.push_back({f, words_of(t, r, c), L.rank(r, c)});
+        }
       }
     }
   }
-  std::vector<std::size_t> given(static_cast<std::size_t>(P), 0);
-  while (true) {
-    int v = -1;
-    for (int t = 0; t < P; ++t)
-      if (spf(t) > 0 && (v < 0 || pred[t] > pred[v])) v = t;
-    if (v < 0 || given[v] == movable[v].size()) break;  // the last rank cannot give more
-    const auto [step, r] = movable[v][given[v]];
-    const int c = ksplit_col(L, v, step), owner = L.rank(r, c);
-    const double f = ksplit_piece_flops(L, v, r, c), words = words_of(v, r, c);
-    int u = -1;
-    double u_end = 0;
-    for (int t = 0; t < P; ++t) {
-      if (t == v || t == owner || spf(t) <= 0 || L.width(t) == 0 || taken[t] >= max_per_thief)
-        continue;
-      const double end = pred[t] + f * spf(t) + words * sec_per_word;
-      if (u < 0 || end < u_end) u = t, u_end = end;
-    }
-    const double v_end = pred[v] - f * spf(v);
-    if (u < 0 || std::max(u_end, v_end) > pred[v] - 0.1 * f * spf(v)) break;
-    moves.push_back({v, step, r, u});
-    pred[v] = v_end, pred[u] = u_end, ++taken[u], ++given[v];
+  std::vector<KMove> moves;
+  for (const RateMove& m : rate_balance(ranks, {sec_per_word, max_per_thief, 0.1}, predicted)) {
+    const auto [step, r] = movable[static_cast<std::size_t>(m.victim)][m.item];
+    moves.push_back({m.victim, step, r, m.thief});
   }
-  if (predicted) *predicted = pred;
   return moves;
-}
-
-// The ranks that may give pieces at the second checkpoint: those the first plan predicted to
-// finish at or after the median (of the ranks with known rates).
-inline std::vector<char> ksplit_late_ranks(const std::vector<double>& predicted,
-                                           const std::vector<KReport>& reports) {
-  std::vector<double> known;
-  for (std::size_t t = 0; t < predicted.size(); ++t)
-    if (reports[t].sec_per_flop > 0) known.push_back(predicted[t]);
-  std::vector<char> late(predicted.size(), 0);
-  if (known.empty()) return late;
-  std::nth_element(known.begin(), known.begin() + static_cast<long>(known.size() / 2), known.end());
-  const double median = known[known.size() / 2];
-  for (std::size_t t = 0; t < predicted.size(); ++t)
-    late[t] = reports[t].sec_per_flop > 0 && predicted[t] >= median;
-  return late;
 }
 
 // What rank `me` sends of B at each step: (fetching rank, run), the runs of its process row.
@@ -342,8 +307,7 @@ struct KSplitTimes {
 // so that pieces move on an idle machine; the products are real either way).
 struct KSplitBalance {
   bool enabled = true;
-  int skew_rank = -1;
-  double skew = 1;
+  Skew skew;
   bool trace = false;  // one line per rank on stderr: rates, predicted and actual finish
 };
 
@@ -531,11 +495,9 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
     AlignedPtr<T> a, b, c;
     Requests in;
   };
-  // Per checkpoint: this rank's report, every rank's (in rank order), the exchange, whether its
-  // plan is applied; the ranks that may give pieces at the second.
-  std::vector<std::array<double, 3>> rate(ncp, {0, 0, 0});
-  std::vector<std::vector<double>> rates(ncp);
-  std::vector<MPI_Request> rates_req(ncp, MPI_REQUEST_NULL);
+  // Per checkpoint: the reports' exchange (KReport's three numbers per rank), whether its plan
+  // is applied; the ranks that may give pieces at the second.
+  std::vector<RateGather> rates(ncp, RateGather(P, 3));
   std::vector<char> planned(ncp, 0), late;
   std::vector<KMove> all_moves;
   std::vector<double> predicted(ncp, 0);  // my finish as each plan predicted it (trace)
@@ -545,11 +507,12 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
   Requests moved_sends, moved_products;
   auto apply_plan = [&](std::size_t j) {
     std::vector<KReport> reports(static_cast<std::size_t>(P));
-    for (int t = 0; t < P; ++t) reports[t] = {rates[j][3 * t], rates[j][3 * t + 1], rates[j][3 * t + 2]};
-    std::vector<double> pred;
+    std::vector<double> spf(static_cast<std::size_t>(P)), pred;
+    const std::vector<double>& x = rates[j].all;
+    for (int t = 0; t < P; ++t) reports[t] = {x[3 * t], x[3 * t + 1], x[3 * t + 2]}, spf[t] = x[3 * t];
     const std::vector<KMove> moves = ksplit_plan(L, cps[j], reports, all_moves, kKSplitSecPerWord,
                                                  kKSplitMaxStolen, j == 0 ? nullptr : &late, &pred);
-    if (j == 0) late = ksplit_late_ranks(pred, reports);
+    if (j == 0) late = rate_late(pred, spf);
     predicted[j] = pred[static_cast<std::size_t>(me)];
     all_moves.insert(all_moves.end(), moves.begin(), moves.end());
     times.moved = static_cast<int>(all_moves.size());
@@ -609,10 +572,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
   auto check_plan = [&] {  // the plans in order: each builds on the earlier moves
     for (std::size_t j = 0; j < ncp; ++j) {
       if (planned[j]) continue;
-      if (rates_req[j] == MPI_REQUEST_NULL) return;
-      int flag = 0;
-      MPI_Test(&rates_req[j], &flag, MPI_STATUS_IGNORE);
-      if (!flag) return;
+      if (!rates[j].ready()) return;
       apply_plan(j);
     }
   };
@@ -715,13 +675,9 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
       return f;
     };
     auto report = [&](std::size_t j, int step, int i) {  // every rank, once per checkpoint
-      if (j >= ncp || rates_req[j] != MPI_REQUEST_NULL || planned[j]) return;
-      const double skew = me == balance.skew_rank ? balance.skew : 1;
-      rate[j] = {product_flops > 0 ? product_s / product_flops * skew : 0, since(t1),
-                 flops_before(step, i, cps[j].first)};
-      rates[j].assign(static_cast<std::size_t>(3 * P), 0);
-      MPI_Iallgather(rate[j].data(), 3, MPI_DOUBLE, rates[j].data(), 3, MPI_DOUBLE, comm.get(),
-                     &rates_req[j]);
+      if (j >= ncp || rates[j].posted()) return;
+      const double spf = product_flops > 0 ? skewed(balance.skew, me, product_s / product_flops) : 0;
+      rates[j].post(comm, {spf, since(t1), flops_before(step, i, cps[j].first)});
     };
     auto wait_plan = [&](std::size_t j) {
       const auto w0 = clock::now();
@@ -784,7 +740,7 @@ void block_cyclic_ksplit(Engine& e, T alpha, const T* A, index_t lda, const T* B
                          std::to_string(taken.size()) + ", waited " + std::to_string(wait) +
                          " s, done at " + std::to_string(times.multiply) + " s; predicted";
       for (std::size_t j = 0; j < ncp; ++j)
-        line += " " + std::to_string(predicted[j]) + " (rate " + std::to_string(rate[j][0] * 1e12) + " ps/flop)";
+        line += " " + std::to_string(predicted[j]) + " (rate " + std::to_string(rates[j].mine[0] * 1e12) + " ps/flop)";
       std::fprintf(stderr, "%s\n", line.c_str());
     }
 

@@ -184,7 +184,7 @@ struct DropIn {
     if (algo != Algorithm::automatic) direct = 0;
     balance.enabled = s.ksplit_balance;
     balance.trace = s.verbose >= 3;
-    balance.skew_rank = s.ksplit_skew.rank, balance.skew = s.ksplit_skew.factor;
+    balance.skew = s.ksplit_skew;
   }
 };
 const DropIn& drop_in() {

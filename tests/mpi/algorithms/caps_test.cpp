@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "mpi/algorithms/caps.hpp"
 #include "mpi/algorithms/cost_model.hpp"
 #include "mpi_test_util.hpp"
 
@@ -61,6 +62,45 @@ TEST(Caps, StepSequencesFormulasAndDtypes) {
   if (k == 0) sequences = {"", "D", "DD"};
   if (k >= 2) sequences.push_back("BDB");
   expect_exact_products(P, sequences, {{37, 41, 29}, {16, 16, 16}, {1, 5, 3}, {50, 7, 64}}, true);
+}
+
+// The dealt plan (no MPI): rounds 0 and 1 give one subproblem to every rank; then, from the
+// gathered round-0 times, a rank that looks 3 times slower takes about a third of a fast rank's
+// share and skips rounds; every subproblem goes out once, in order. Equal times keep the
+// round-robin shares; unbalanced, whole rounds only.
+TEST(Caps, DealtPlanSharesBySpeed) {
+  const int P = 6;
+  const index_t J = 343;
+  auto run = [&](const std::vector<double>& times) {
+    DealtPlan plan(J, P, true);
+    EXPECT_EQ(plan.steps.size(), 2u);
+    plan.balance(times);
+    for (std::size_t t = 2; plan.next < J; ++t) plan.extend_to(t);
+    std::vector<index_t> count(std::size_t(P), 0);
+    index_t j = 0;
+    for (const DealtStep& s : plan.steps) {
+      EXPECT_EQ(s.j0, j);
+      for (int r : s.owners) ++count[std::size_t(r)], ++j;
+    }
+    EXPECT_EQ(j, J);
+    return std::make_pair(count, plan.steps.size());
+  };
+  std::vector<double> times(std::size_t(P), 0.01);
+  const auto [even, even_rounds] = run(times);
+  for (int r = 0; r < P; ++r) EXPECT_NEAR(double(even[std::size_t(r)]), double(J) / P, 1.0) << r;
+  EXPECT_EQ(even_rounds, std::size_t(2 + (J - 2 * P + P - 1) / P));
+  times[2] = 0.03;
+  const auto [skewed, rounds] = run(times);
+  for (int r = 0; r < P; ++r) {
+    if (r == 2) continue;
+    EXPECT_GT(skewed[std::size_t(r)], 2 * skewed[2]) << r;
+    EXPECT_NEAR(double(skewed[std::size_t(r)] - 2), 3.0 * double(skewed[2] - 2), 3.0) << r;  // from round 2
+  }
+  EXPECT_LT(rounds, std::size_t(2 + (J - 2 * P) / (P - 1) + 2));  // about J / (P - 1 + 1/3) rounds
+  DealtPlan rr(J, P, false);
+  EXPECT_EQ(rr.steps.size(), std::size_t(J / P));
+  EXPECT_EQ(rr.next, J / P * P);
+  for (const DealtStep& s : rr.steps) EXPECT_EQ(s.owners.size(), std::size_t(P));
 }
 
 // Dealt steps (X) on any rank count, below none or all of the BFS steps the count allows and

@@ -75,7 +75,7 @@ TEST(KSplitPlan, SlowRankGivesLatePiecesToFastRanks) {
 
   // The second checkpoint, the slow rank still slow: only late ranks give, only last-step
   // pieces move, never a piece moved before, and no thief over its limit over both plans.
-  const std::vector<char> late = ksplit_late_ranks(pred, x);
+  const std::vector<char> late = rate_late(pred, spf);
   EXPECT_TRUE(late[5]);  // still among the last after the first plan
   auto x2 = x;
   for (auto& r : x2) r.elapsed += 1.2, r.flops_before = 4 * double(1024) * 1024 * 4096;
