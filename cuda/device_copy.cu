@@ -57,7 +57,7 @@ void launch(void* dst, index_t drs, index_t dcs, const void* src, index_t srs, i
   const long long max_y = 65535;  // gridDim.y's limit: wider blocks go in column chunks
   for (long long c0 = 0; c0 < cols; c0 += max_y * kTile) {
     const long long col_tiles = std::min<long long>((cols - c0 + kTile - 1) / kTile, max_y);
-    const dim3 grid(unsigned(row_tiles), unsigned(col_tiles)), block(kTile, kRowsPerPass);
+    const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(col_tiles)), block(kTile, kRowsPerPass);
     strided_copy_kernel<R, C><<<grid, block, 0, s>>>(static_cast<R*>(dst), drs, dcs, static_cast<const R*>(src), srs,
                                                      scs, rows, cols, c0, conj && C == 2, br, bi, add);
   }

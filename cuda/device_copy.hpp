@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "../src/core/dtype.hpp"
+#include "../src/core/types.hpp"
 
 namespace distmm {
 

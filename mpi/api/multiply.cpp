@@ -300,4 +300,6 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     if (!x.ip_c) x.rc.execute<T>(sp, dc, cp, c, x.scratch, false, &be);
     sp.synchronize();
   });
+}
+
 }  // namespace distmm
