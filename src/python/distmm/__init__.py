@@ -546,7 +546,7 @@ class Plan:
             bits = (mask >> (shift + 4 * t)) & 15
             copied = bits == 0
             if copied and _on_device(x):
-                raise Error("distmm: %s's strides fit no storage distmm takes on every rank with C %s-ordered, and a "
+                raise ArgumentError("distmm: %s's strides fit no storage distmm takes on every rank with C %s-ordered, and a "
                             "GPU array is not copied behind your back: pass it %s-ordered (e.g. cupy.asfortranarray)"
                             % ("A" if shift == 2 else "B", "C" if t else "Fortran", "C" if t else "Fortran"),
                             _c.ERR_ARGUMENT)

@@ -41,6 +41,7 @@ T op_value(Op o, int seed, index_t i, index_t j) {  // element (i, j) of op(X), 
 // Where the test's matrices live.
 enum class Where { host, emulated, gpu };
 Where where = Where::host;  // the running test's (MultiplyIn's parameter)
+void PrintTo(Where w, std::ostream* os) { *os << (w == Where::host ? "host" : w == Where::emulated ? "emulated" : "gpu"); }
 
 Layout placed(const Layout& l) { return where == Where::host ? l : l.with_memory(Memory::device); }
 MultiplyOptions placed(MultiplyOptions o) {
