@@ -137,6 +137,7 @@ class MultiplyIn : public ::testing::TestWithParam<Where> {
     where = GetParam();
     if (where == Where::gpu && gpu_count() < node_local_size())  // the same on every rank of a node
       GTEST_SKIP() << "fewer GPUs than ranks on this node (" << gpu_summary() << ")";
+    if (where == Where::gpu) gpu_space();  // each rank's GPU current before a plan takes it (collective)
   }
   void TearDown() override { where = Where::host; }
 };

@@ -4,7 +4,8 @@ blocks in a flat buffer, C- and F-order (and padded) arrays, a plan executed twi
 (a bad layout, one rank's wrong shape, a GPU array on one rank, a bad option) raised on every
 rank with the same message. GPU arrays: host memory shown through __cuda_array_interface__
 (GpuView) with the option emulate_device=1 runs the device path on the emulated device, taken
-without copies; DISTMM_TEST_CUPY=1 (on a GPU machine with CuPy) runs the same cases on CuPy arrays. Inputs are small integers: every element is checked exactly.
+without copies; on a GPU machine DISTMM_TEST_CUPY=1 runs the same cases on CuPy arrays and
+DISTMM_TEST_TORCH=1 on PyTorch CUDA tensors (through __cuda_array_interface__, and through DLPack alone). Inputs are small integers: every element is checked exactly.
 Run: PYTHONPATH=build/python mpirun -n 4 python3 tests/mpi/api/python_test.py"""
 import sys
 
@@ -121,9 +122,27 @@ class GpuView:
                                          "data": (x.ctypes.data, False), "strides": x.strides}
 
 
-CUPY = None
-if __import__("os").environ.get("DISTMM_TEST_CUPY") == "1":
+CUPY = TORCH = None
+_env = __import__("os").environ
+if _env.get("DISTMM_TEST_CUPY") == "1":
     import cupy as CUPY  # noqa: N812
+    CUPY.cuda.Device(me % CUPY.cuda.runtime.getDeviceCount()).use()  # one GPU per rank
+if _env.get("DISTMM_TEST_TORCH") == "1":
+    import torch as TORCH  # noqa: N812
+    TORCH.cuda.set_device(me % TORCH.cuda.device_count())
+
+
+class DLPackOnly:
+    """A GPU tensor seen through DLPack alone (no __cuda_array_interface__)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.t.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
 
 
 def to_device(x, mode):
@@ -132,12 +151,18 @@ def to_device(x, mode):
         return GpuView(x)
     if mode == "cupy":  # the cases' arrays are tight: the same strides on the GPU
         return CUPY.asarray(x, order="F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
+    if mode in ("torch", "dlpack"):  # .cuda() keeps a dense tensor's strides
+        t = TORCH.from_numpy(x).cuda()
+        TORCH.cuda.synchronize()
+        return t if mode == "torch" else DLPackOnly(t)
     return x
 
 
 def back(d, x, mode):
     if mode == "cupy":
         x[...] = CUPY.asnumpy(d)
+    if mode in ("torch", "dlpack"):
+        x[...] = (d if mode == "torch" else d.t).cpu().numpy()
 
 
 def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False, device=None):
@@ -233,7 +258,7 @@ for m, n, k in ((1, 1, 1), (1, 6, 3), (8, 1, 1), (3, 2, 11)):
     one_case(np.complex128, "T", "C", "cols", "block", "rows", "F", 1, m, n, k)
 
 # GPU arrays, without copies: every dtype and op pair on the emulated device (or CuPy's GPU arrays)
-for mode in ["emulated"] + (["cupy"] if CUPY is not None else []):
+for mode in ["emulated"] + (["cupy"] if CUPY is not None else []) + (["torch", "dlpack"] if TORCH is not None else []):
     for dtype in DTYPES:
         for oa in "NTC":
             for ob in "NTC":
