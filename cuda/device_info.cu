@@ -15,6 +15,15 @@ int gpu_count() {
   return n;
 }
 
+int current_gpu() {
+  int d = -1;
+  if (gpu_count() == 0 || cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
 std::string gpu_summary() {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);

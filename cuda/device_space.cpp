@@ -15,6 +15,7 @@
 #include "../src/core/system.hpp"
 #include "cuda_util.hpp"
 #include "device_combine.hpp"
+#include "device_copy.hpp"
 #include "device_info.hpp"
 #include "device_matvec.hpp"
 #include "device_random.hpp"
@@ -267,6 +268,13 @@ class GpuDeviceSpace final : public DeviceSpace {
   void copy(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows, index_t cols,
             std::size_t elem, Lane lane) override {
     copy_2d(dst, ld_dst, src, ld_src, rows, cols, elem, cudaMemcpyDeviceToDevice, stream(lane));
+  }
+  // A tiled kernel (device_copy.cu): a transpose reads and writes whole lines.
+  void copy_strided(void* dst, index_t drs, index_t dcs, const void* src, index_t srs, index_t scs, index_t rows,
+                    index_t cols, Dtype dt, bool conj, const void* beta, Lane lane) override {
+    if (rows <= 0 || cols <= 0) return;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    copy_strided_device(dst, drs, dcs, src, srs, scs, rows, cols, dt, conj, beta, stream(lane));
   }
   void gemm(const GemmCall& call) override {
     if (call.m > 0 && call.n > 0) engine_.gemm_device_call(with_checked_lds(call));

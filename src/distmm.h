@@ -23,7 +23,17 @@
  * rows, a dtype/op that differs between ranks, an algorithm that does not fit the rank count.
  * The last error is per thread. Two problems are refused at once on the rank that has them, with
  * no communicator to agree on: a NULL plan handle, and MPI not initialised or a null communicator.
- * Device (GPU) memory is not taken by this build.
+ *
+ * Device (GPU) memory: distmm_layout_set_memory(layout, DISTMM_MEMORY_DEVICE) says the matrix's
+ * base pointers on every rank are device pointers (the layout's offsets count from them). A
+ * plan takes all three matrices on the device (a mix of host and device memory is refused with
+ * DISTMM_ERR_UNSUPPORTED): it redistributes and multiplies on the GPUs (NCCL between them, or
+ * MPI through pinned memory), nothing through the host; the engine is "cublas" on the calling
+ * thread's current GPU unless engine= names another GPU engine. The buffers must be ready when
+ * distmm_plan_execute is called; it returns when C is written. A build without CUDA refuses
+ * device memory with DISTMM_ERR_UNSUPPORTED (distmm_device_support() says which build this is).
+ * The option emulate_device=1 takes host pointers as an emulated device's memory (a host engine):
+ * the device path tested without a GPU.
  */
 #ifndef DISTMM_H
 #define DISTMM_H
@@ -36,7 +46,7 @@
 extern "C" {
 #endif
 
-#define DISTMM_C_API_VERSION 1
+#define DISTMM_C_API_VERSION 2
 #if defined(__GNUC__)
 #define DISTMM_API __attribute__((visibility("default")))
 #else
@@ -53,7 +63,7 @@ enum {
   DISTMM_ERR_USAGE = 3,       /* an option that does not fit: unknown algorithm or engine, rank count */
   DISTMM_ERR_MEMORY = 4,      /* out of memory */
   DISTMM_ERR_MPI = 5,         /* MPI not initialised, a null communicator */
-  DISTMM_ERR_UNSUPPORTED = 6, /* not in this build: device memory */
+  DISTMM_ERR_UNSUPPORTED = 6, /* memories not taken: host and device mixed, device without CUDA */
   DISTMM_ERR_INTERNAL = 7     /* anything else (a bug: please report the message) */
 };
 
@@ -65,6 +75,8 @@ enum { DISTMM_COL_MAJOR = 0, DISTMM_ROW_MAJOR = 1 };
 /* a BLACS grid's rank order: rank = prow * npcol + pcol (row-major, BLACS's default) or
  * pcol * nprow + prow */
 enum { DISTMM_GRID_ROW_MAJOR = 0, DISTMM_GRID_COL_MAJOR = 1 };
+/* where a matrix lives (distmm_layout_set_memory) */
+enum { DISTMM_MEMORY_HOST = 0, DISTMM_MEMORY_DEVICE = 1 };
 /* which matrix a query is about */
 enum { DISTMM_A = 0, DISTMM_B = 1, DISTMM_C = 2 };
 /* moved words: this rank's, the most over ranks, the sum over ranks */
@@ -114,12 +126,19 @@ DISTMM_API int distmm_layout_col_slabs(distmm_layout* out, distmm_index m, distm
 /* Any blocks: each rank passes its own (owner -1), or every rank the whole list. */
 DISTMM_API int distmm_layout_blocks(distmm_layout* out, distmm_index m, distmm_index n, int count,
                          const distmm_block* blocks);
+/* Where the matrix lives: DISTMM_MEMORY_HOST (the default) or DISTMM_MEMORY_DEVICE (every
+ * rank's base pointer is a pointer into its current GPU's memory). Local; a bad value is
+ * reported by distmm_plan_create. */
+DISTMM_API int distmm_layout_set_memory(distmm_layout layout, int memory);
+/* 1 where this build takes device memory (built with CUDA), else 0. */
+DISTMM_API int distmm_device_support(void);
 DISTMM_API int distmm_layout_destroy(distmm_layout layout); /* NULL: nothing */
 
 /* ---- plans (collective on comm) ---- */
 /* la describes A (op(A) is m x k), lb B (op(B) is k x n), lc C (m x n). options: NULL or a
  * string of key=value words separated by spaces or commas: algorithm=auto|summa|cannon|dns|
- * cuboid|caps|scalapack, engine=NAME (distmm info), relabel=1|0. The layouts may be destroyed
+ * cuboid|caps|scalapack, engine=NAME (distmm info), relabel=1|0, emulate_device=1|0 (device
+ * layouts over host pointers: the emulated device, for tests). The layouts may be destroyed
  * once the plan is made. */
 DISTMM_API int distmm_plan_create(distmm_plan* out, MPI_Comm comm, int dtype, int op_a, distmm_layout la, int op_b,
                        distmm_layout lb, distmm_layout lc, const char* options);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../cuda/device_info.hpp"
 #include "multiply.hpp"
 
 using namespace distmm;
@@ -63,6 +64,8 @@ std::pair<int, std::string> guarded(F&& f) {
     return {DISTMM_ERR_MEMORY, "distmm: out of memory"};
   } catch (const UsageError& e) {
     return {DISTMM_ERR_USAGE, e.what()};
+  } catch (const MemoryUnsupported& e) {
+    return {DISTMM_ERR_UNSUPPORTED, e.what()};
   } catch (const std::invalid_argument& e) {
     return {DISTMM_ERR_LAYOUT, e.what()};
   } catch (const std::exception& e) {
@@ -137,7 +140,7 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
     const auto eq = word.find('=');
     const std::string key = word.substr(0, eq), value = eq == std::string::npos ? "" : word.substr(eq + 1);
     if (eq == std::string::npos || value.empty())
-      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, relabel)";
+      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, relabel, emulate_device)";
     if (key == "algorithm") {
       const auto a = parse_algorithm(value);
       if (!a) return "algorithm \"" + value + "\" is unknown: use auto, summa, cannon, dns, cuboid, caps or scalapack";
@@ -147,8 +150,11 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
     } else if (key == "relabel") {
       if (value != "0" && value != "1") return "relabel=" + value + ": use relabel=1 or relabel=0";
       o.relabel = value == "1";
+    } else if (key == "emulate_device") {
+      if (value != "0" && value != "1") return "emulate_device=" + value + ": use emulate_device=1 or emulate_device=0";
+      o.emulate_device = value == "1";
     } else {
-      return "option \"" + key + "\" is unknown: use algorithm=, engine= or relabel=";
+      return "option \"" + key + "\" is unknown: use algorithm=, engine=, relabel= or emulate_device=";
     }
   }
   return "";
@@ -322,6 +328,21 @@ int distmm_layout_blocks(distmm_layout* out, distmm_index m, distmm_index n, int
     return Layout::blocks(m, n, std::move(v));
   });
 }
+
+int distmm_layout_set_memory(distmm_layout layout, int memory) {
+  if (!layout) return fail(DISTMM_ERR_ARGUMENT, "distmm_layout_set_memory: layout is NULL");
+  if (memory != DISTMM_MEMORY_HOST && memory != DISTMM_MEMORY_DEVICE) {
+    if (layout->status == DISTMM_SUCCESS)
+      layout->status = DISTMM_ERR_ARGUMENT,
+      layout->error = "distmm_layout_set_memory: memory " + std::to_string(memory) +
+                      " is neither DISTMM_MEMORY_HOST (0) nor DISTMM_MEMORY_DEVICE (1)";
+    return DISTMM_SUCCESS;  // reported by distmm_plan_create, on every rank
+  }
+  if (layout->layout) layout->layout = layout->layout->with_memory(memory == DISTMM_MEMORY_DEVICE ? Memory::device : Memory::host);
+  return DISTMM_SUCCESS;
+}
+
+int distmm_device_support(void) { return gpu_support_built() ? 1 : 0; }
 
 int distmm_layout_destroy(distmm_layout layout) {
   delete layout;

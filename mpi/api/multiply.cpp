@@ -5,6 +5,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "../../cuda/device_info.hpp"
+#include "../../src/core/system.hpp"
+#include "../runtime/device_space.hpp"
 #include "../runtime/distribution.hpp"
 #include "../runtime/redistribute.hpp"
 
@@ -18,6 +21,13 @@ struct MultiplyPlan::Impl {
   bool conj_a = false, conj_b = false;
   std::unique_ptr<Engine> own_engine;
   Engine* engine = nullptr;
+  bool device = false;  // A, B and C in the device space's memory
+  // Where the redistribution runs (and, on a device, the algorithm): the engine's host space,
+  // its GPU's space or the emulated device; declared before what lives in it.
+  std::unique_ptr<DeviceSpace> space;
+  std::unique_ptr<DeviceComm> dcomm;  // over comm
+  Redistribution::Scratch scratch;
+  DeviceBlock abuf, bbuf, cbuf;  // the operands not used in place (kept between executes)
   std::unique_ptr<DistAlgorithm> algo;  // null where m, n or k is 0
   Piece pa, pb, pc;
   ResolvedLayout lc;  // C as the caller holds it (k = 0 scales it)
@@ -32,6 +42,29 @@ struct MultiplyPlan::Impl {
 namespace {
 
 std::string dims(index_t r, index_t c) { return std::to_string(r) + " x " + std::to_string(c); }
+
+// The memory all three matrices are in (collective): the same for each matrix on every rank,
+// and one for the three, else MemoryUnsupported with the same message on every rank.
+Memory memory_of(const Layout& la, const Layout& lb, const Layout& lc, const Comm& comm) {
+  int v[6];
+  const Layout* ls[3] = {&la, &lb, &lc};
+  for (int i = 0; i < 3; ++i) v[i] = ls[i]->memory() == Memory::device, v[3 + i] = -v[i];
+  MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MIN, comm.get());
+  for (int i = 0; i < 3; ++i)
+    if (v[i] != -v[3 + i])
+      throw MemoryUnsupported(std::string("distmm::multiply: ") + "ABC"[i] +
+                              " is in GPU memory on some ranks and in host memory on others: describe it alike on "
+                              "every rank (Layout::with_memory)");
+  if (v[0] == v[1] && v[1] == v[2]) return v[0] ? Memory::device : Memory::host;
+  std::string dev, host;
+  for (int i = 0; i < 3; ++i) {
+    std::string& to = v[i] ? dev : host;
+    to += std::string(to.empty() ? "" : ", ") + "ABC"[i];
+  }
+  throw MemoryUnsupported("distmm::multiply: " + dev + " in GPU memory but " + host +
+                          " in host memory: A, B and C must all be in host memory or all in GPU memory (mixed "
+                          "memories are not taken yet); copy the host ones to the GPU or the GPU ones to the host");
+}
 
 MovedWords reduce(const MovedWords& w, const Comm& comm, MPI_Op op) {
   index_t v[3] = {w.a, w.b, w.c};
@@ -71,8 +104,35 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   error = x.comm.first_error(error);
   if (!error.empty()) throw std::invalid_argument("distmm::multiply: " + error);
 
+  x.device = memory_of(la, lb, lc, x.comm) == Memory::device;
+  const bool emulated = x.device && options.emulate_device;
+  std::string engine_name = options.engine;
+  if (engine_name.empty()) engine_name = x.device && !emulated && gpu_support_built() ? "cublas" : "blas";
+  EngineOptions eo = options.engine_options;
+  if (x.device && !emulated && current_gpu() >= 0) eo.device = current_gpu();  // where the caller's buffers are
   x.engine = options.engine_ptr;
-  if (!x.engine) x.own_engine = make_engine(options.engine, options.engine_options), x.engine = x.own_engine.get();
+  if (!x.engine) x.own_engine = make_engine(engine_name, eo), x.engine = x.own_engine.get();
+  const bool gpu_engine = x.engine->capabilities().memory == Memory::device;
+  if (x.device) {
+    std::string why;
+    if (emulated && gpu_engine)
+      why = "emulate_device takes host memory as the device's and a host engine's products: engine " +
+            x.engine->name() + " is a GPU engine; choose a host engine (e.g. blas)";
+    else if (!emulated && !gpu_support_built())
+      why = "the matrices are in GPU memory but this build of distmm has no CUDA: rebuild with -DDISTMM_CUDA=ON, or "
+            "copy them to the host and describe the host copies";
+    else if (!emulated && !gpu_engine)
+      why = "the matrices are in GPU memory but engine " + x.engine->name() +
+            " computes on the host: name a GPU engine (e.g. cublas), or describe host copies";
+    why = x.comm.first_error(why);
+    if (!why.empty()) throw MemoryUnsupported("distmm::multiply: " + why);
+  }
+  // The space of the redistribution (and, for device memory, of the algorithm); collective.
+  if (!x.device) x.space = make_host_space(*x.engine);
+  else if (emulated) x.space = make_emulated_device_space(*x.engine, available_memory_bytes() / std::size_t(std::max(1, node_local_size(x.comm))));
+  else x.space = make_device_space(*x.engine, x.comm, ranks_sharing_gpu(x.comm));
+  if (!x.space) throw MemoryUnsupported("distmm::multiply: no device space for engine " + x.engine->name());
+  x.dcomm = x.space->comm(x.comm);
   x.ranks.resize(static_cast<std::size_t>(P));
   std::iota(x.ranks.begin(), x.ranks.end(), 0);
   const GemmShape s = x.shape;
@@ -83,7 +143,19 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   o.engine = x.engine;
   // One memory limit for both builds below, so that they plan alike (the limit is collective).
   if (o.mem_limit == 0) o.mem_limit = static_cast<std::size_t>(plan_memory_limit(x.comm, s, o));
+  if (x.device) {
+    // Sized for the device, as a device-resident run is (run_plan.cpp): the least free memory
+    // of any rank, less a margin on a GPU, the operands and their redistributed copies.
+    o.device_resident = true;
+    const double free_min = -x.comm.allreduce_max_uncounted(-double(x.space->free_bytes()));
+    const double operands = 2.0 * double(s.m * s.k + s.k * s.n + s.m * s.n) * double(size_of(dt)) / P;
+    const double share = emulated ? free_min : free_min * 0.95 - double(512 << 20);
+    o.device_limit = static_cast<std::size_t>(std::max(share - operands, 1.0));
+  }
   std::unique_ptr<DistAlgorithm> first = make_algorithm(options.algorithm, x.comm, s, o);
+  if (x.device && !first->runs_on_device())
+    throw UsageError("distmm::multiply: " + first->name() +
+                     " has no schedule over a device space: name another algorithm for device memory (or auto)");
 
   // COSTA's relabeling: held[p][r] = what rank p holds of the algorithm rank r's parts.
   auto want = [&](const DistAlgorithm& a) {
@@ -169,6 +241,8 @@ bool MultiplyPlan::in_place_a() const { return impl_->ip_a.has_value(); }
 bool MultiplyPlan::in_place_b() const { return impl_->ip_b.has_value(); }
 bool MultiplyPlan::in_place_c() const { return impl_->ip_c.has_value(); }
 const std::vector<int>& MultiplyPlan::ranks() const { return impl_->ranks; }
+Memory MultiplyPlan::memory() const { return impl_->device ? Memory::device : Memory::host; }
+std::string MultiplyPlan::transport() const { return impl_->space ? impl_->space->transport() : "none"; }
 index_t MultiplyPlan::held_elements() const { return impl_->held; }
 index_t MultiplyPlan::held_elements_identity() const { return impl_->held_identity; }
 
@@ -178,39 +252,53 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
   if (dt != x.dtype)
     throw std::invalid_argument(std::string("distmm::MultiplyPlan::execute: the plan is for ") + info(x.dtype).name +
                                 " but was given " + info(dt).name + ": make a plan for " + info(dt).name);
+  DeviceSpace& sp = *x.space;
+  DeviceComm& dc = *x.dcomm;
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T al = *static_cast<const T*>(alpha), be = *static_cast<const T*>(beta);
     T* c = static_cast<T*>(C);
-    if (!x.algo) {  // m, n or k is 0: C = beta C (beta = 0: zeros, C not read)
-      for (const Tile& t : x.lc.ranks[std::size_t(x.comm.rank())])
-        for (index_t j = 0; j < Tile::total(t.cols); ++j)
-          for (index_t i = 0; i < Tile::total(t.rows); ++i) {
-            T& e = c[t.addr(i, j)];
-            e = be == T(0) ? T(0) : be * e;
-          }
+    if (!x.algo) {  // m, n or k is 0: C = beta C (beta = 0: zeros, C not read), in the space
+      for (const Tile& t : x.lc.ranks[std::size_t(x.comm.rank())]) {
+        const bool col = t.order == StorageOrder::col_major;  // a row-major tile: its transpose column-major
+        const index_t r = Tile::total(col ? t.rows : t.cols), n = Tile::total(col ? t.cols : t.rows);
+        T* p = c + t.offset;
+        if (be != T(0)) sp.scale_add<T>(p, t.ld, p, t.ld, r, n, be, T(0));
+        else
+          for (index_t j = 0; j < n; ++j) sp.zero(p + j * t.ld, std::size_t(r) * sizeof(T), DeviceSpace::Lane::compute);
+      }
+      sp.synchronize();
       return;
     }
+    // The operands in the algorithm's layout, in the space: in place, or redistributed into the
+    // plan's buffers.
     auto operand = [&](const Piece& p, const std::optional<InPlace>& ip, const Redistribution& r, const T* src,
-                       bool conj, AlignedPtr<T>& buf) -> LocalBlock {
+                       bool conj, DeviceBlock& buf) -> LocalBlock {
       if (ip) {
-        r.execute<T>(src, nullptr, x.comm, conj, nullptr, true);  // the others' shares, if any move
+        r.execute<T>(sp, dc, src, nullptr, x.scratch, conj, nullptr, true);  // the others' shares, if any move
         return {src + ip->offset, p.rows(), p.cols(), ip->ld};
       }
-      buf = aligned_alloc_array<T>(std::size_t(p.rows() * p.cols()));
-      r.execute<T>(src, buf.get(), x.comm, conj);
-      return {buf.get(), p.rows(), p.cols(), std::max<index_t>(1, p.rows())};
+      reserve(sp, buf, std::size_t(p.rows() * p.cols()) * sizeof(T));
+      r.execute<T>(sp, dc, src, buf.as<T>(), x.scratch, conj);
+      return {buf.as<T>(), p.rows(), p.cols(), std::max<index_t>(1, p.rows())};
     };
-    AlignedPtr<T> abuf, bbuf, cbuf;
-    const LocalBlock a = operand(x.pa, x.ip_a, x.ra, static_cast<const T*>(A), x.conj_a, abuf);
-    const LocalBlock b = operand(x.pb, x.ip_b, x.rb, static_cast<const T*>(B), x.conj_b, bbuf);
+    const LocalBlock a = operand(x.pa, x.ip_a, x.ra, static_cast<const T*>(A), x.conj_a, x.abuf);
+    const LocalBlock b = operand(x.pb, x.ip_b, x.rb, static_cast<const T*>(B), x.conj_b, x.bbuf);
     T* cp = nullptr;
     index_t ldc = std::max<index_t>(1, x.pc.rows());
     const T zero(0);
     if (x.ip_c) cp = c + x.ip_c->offset, ldc = x.ip_c->ld;
-    else cbuf = aligned_alloc_array<T>(std::size_t(x.pc.rows() * x.pc.cols())), cp = cbuf.get();
-    x.algo->multiply_call(*x.engine, MultiplyCall{dt, &al, a, b, x.ip_c ? &be : &zero, cp, x.pc.rows(), x.pc.cols(), ldc});
-    if (!x.ip_c) x.rc.execute<T>(cbuf.get(), c, x.comm, false, &be);
+    else reserve(sp, x.cbuf, std::size_t(x.pc.rows() * x.pc.cols()) * sizeof(T)), cp = x.cbuf.as<T>();
+    const MultiplyCall call{dt, &al, a, b, x.ip_c ? &be : &zero, cp, x.pc.rows(), x.pc.cols(), ldc};
+    if (x.device) {
+      sp.comm_waits_for_compute();  // the algorithm's transfers read what the unpacking wrote
+      x.algo->multiply_device(sp, call);
+      sp.compute_waits_for_comm();  // its last reduction into C, before C is read
+    } else {
+      x.algo->multiply_call(*x.engine, call);
+    }
+    if (!x.ip_c) x.rc.execute<T>(sp, dc, cp, c, x.scratch, false, &be);
+    sp.synchronize();
   });
 }
 

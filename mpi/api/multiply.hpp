@@ -3,7 +3,8 @@
 //   C = alpha op(A) op(B) + beta C,  op = N, T or C (conjugate transpose),
 //
 // with A, B and C each in any layout (layout.hpp: block-cyclic, row or column slabs, a list of
-// blocks; host memory). distmm picks the algorithm for the shape and rank count (the registry's
+// blocks), all three in host memory or all three in each rank's GPU memory
+// (Layout::with_memory(Memory::device)). distmm picks the algorithm for the shape and rank count (the registry's
 // automatic choice and cost model, or one named), renumbers the algorithm's ranks so that each
 // plays the part whose data it already holds most of (COSTA's relabeling: the Hungarian method
 // on the P x P overlap volumes, the algorithm built on a communicator split with the permuted
@@ -19,10 +20,22 @@
 //   plan.execute<double>(1.0, A, B, 0.0, C);       // collective, A, B, C: this rank's base pointers
 //
 // or in one call: distmm::multiply(comm, alpha, Op::N, A, la, Op::N, B, lb, beta, C, lc).
-// Bad layouts (overlapping or missing blocks, lld too small, sizes that do not fit the shape,
-// device memory) throw std::invalid_argument with the same message on every rank.
+// Bad layouts (overlapping or missing blocks, lld too small, sizes that do not fit the shape)
+// throw std::invalid_argument with the same message on every rank; memories the plan does not
+// take (host and device mixed, device memory without CUDA or a GPU engine) MemoryUnsupported.
+//
+// Device memory: the plan binds the algorithm to the engine's device space (a GPU engine's,
+// cuda/device_space.cpp; the engine is made on the caller's current GPU, "cublas" unless one is
+// named), redistributes in that space (the space's strided copies and its communicator's
+// all-to-all: NCCL, or MPI through pinned memory) and multiplies through the algorithm's one
+// schedule there (multiply_device): nothing goes through the host. A matrix whose layout
+// matches the algorithm's is used in place there too. The buffers must be ready when execute()
+// is called (the caller's stream synchronized); execute() returns when C is written.
+// MultiplyOptions::emulate_device takes host pointers as the emulated device's memory (a host
+// engine; the device path tested without a GPU).
 #pragma once
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,11 +45,24 @@
 
 namespace distmm {
 
+// Memories the plan does not take: host and device mixed, device memory in a build without CUDA
+// or with a host engine (the C API's DISTMM_ERR_UNSUPPORTED).
+class MemoryUnsupported : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 struct MultiplyOptions {
   Algorithm algorithm = Algorithm::automatic;  // or one named (a UsageError where P does not fit)
   AlgoOptions algo;                            // panel, grids, memory limit, ...
-  std::string engine = "blas";                 // the local engine (engine_registry), made by the plan
+  // The local engine (engine_registry), made by the plan; empty: "blas" for host memory,
+  // "cublas" for device memory (on the caller's current GPU).
+  std::string engine;
   EngineOptions engine_options;
+  // Device layouts are host memory seen as an emulated device (DeviceSpace over host memory,
+  // a host engine): the device path -- redistribution in the space, the algorithm's device
+  // schedule -- run where no GPU is (tests, CI).
+  bool emulate_device = false;
   Engine* engine_ptr = nullptr;  // or the caller's own engine (it must outlive the plan)
   bool relabel = true;           // false: algorithm rank r is rank r of the communicator
 };
@@ -74,6 +100,10 @@ class MultiplyPlan {
   bool in_place_a() const;
   bool in_place_b() const;
   bool in_place_c() const;
+  // Where A, B and C live (all alike), and how the ranks exchange them: "MPI on host memory",
+  // "NCCL 2.x (...)", "MPI through host memory (why)".
+  Memory memory() const;
+  std::string transport() const;
   // ranks()[r]: the rank of the communicator that plays the algorithm's rank r.
   const std::vector<int>& ranks() const;
   // Elements of A, B and C (summed over ranks) already on the rank that the algorithm needs

@@ -59,6 +59,10 @@ class CountingSpace final : public DeviceSpace {
     for (int o = 0; o < c.n_out; ++o) reads += c.accumulate[std::size_t(o)];
     counts.local += double(n) * (reads + c.n_out);
   }
+  void copy_strided(void*, index_t, index_t, const void*, index_t, index_t, index_t rows, index_t cols, Dtype,
+                    bool, const void* beta, Lane) override {
+    counts.local += (beta ? 3.0 : 2.0) * double(rows) * double(cols);
+  }
   void zero(void*, std::size_t bytes, Lane) override { counts.local += double(bytes) / double(elem_bytes); }
   void gemm(const GemmCall& c) override { counts.flops += 2.0 * double(c.m) * double(c.n) * double(c.k); }
   void comm_waits_for_compute() override {}

@@ -139,6 +139,29 @@ class DeviceComm {
     (void)send, (void)recv, (void)counts, (void)dt;
     throw std::logic_error("this communicator takes equal parts only");
   }
+  // Every rank sends send_counts[q] elements to rank q and receives recv_counts[q] from it, the
+  // parts contiguous in rank order in send and in recv; this rank's own part is not sent (the
+  // caller copies it). Grouped point-to-point transfers on the comm lane: NCCL's grouped
+  // ncclSend/ncclRecv, or MPI's nonblocking sends and receives posted together at group_end
+  // (the host space, and the GPU's MPI fallback through pinned memory). Counted as sends.
+  template <class T>
+  void all_to_all_v(const T* send, const std::vector<index_t>& send_counts, T* recv,
+                    const std::vector<index_t>& recv_counts) {
+    all_to_all_v_call(send, send_counts, recv, recv_counts, dtype_of<T>());
+  }
+  virtual void all_to_all_v_call(const void* send, const std::vector<index_t>& send_counts, void* recv,
+                                 const std::vector<index_t>& recv_counts, Dtype dt) {
+    const std::size_t e = size_of(dt);
+    std::size_t so = 0, ro = 0;
+    group_start();
+    for (int q = 0; q < size(); ++q) {
+      const index_t ns = send_counts[std::size_t(q)], nr = recv_counts[std::size_t(q)];
+      if (q != rank() && (ns > 0 || nr > 0))
+        sendrecv_call(static_cast<const char*>(send) + so * e, ns, q, static_cast<char*>(recv) + ro * e, nr, q, dt);
+      so += std::size_t(ns), ro += std::size_t(nr);
+    }
+    group_end();
+  }
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
@@ -235,6 +258,14 @@ class DeviceSpace {
                  nondeduced_t<T> beta) {
     scale_add(static_cast<void*>(y), ldy, static_cast<const void*>(x), ldx, rows, cols, &alpha, &beta, dtype_of<T>());
   }
+  // dst(i, j) = src(i, j) for i < rows, j < cols, where element (i, j) of each is at i * row
+  // stride + j * column stride (rs, cs): a transpose where one side is row-major. conj: the
+  // conjugate of each element (complex types); beta non-null and non-zero: dst(i, j) = beta
+  // dst(i, j) + src(i, j) (dst is not read otherwise). beta is a host value of dt. On the lane.
+  // The redistribution between layouts (redistribute.hpp) packs and unpacks with it.
+  virtual void copy_strided(void* dst, index_t dst_rs, index_t dst_cs, const void* src, index_t src_rs,
+                            index_t src_cs, index_t rows, index_t cols, Dtype dt, bool conj, const void* beta,
+                            Lane lane) = 0;
   // One pass over n contiguous elements on the compute lane: out[o] = sum_t coef[o][t] in[t]
   // (added into out[o] where accumulate[o]), one input and 1-4 outputs or 1-4 inputs and one
   // output (the GPU engines' fused kernels): CAPS's sums and combinations of quadrants.

@@ -9,6 +9,7 @@
 // memory they touch; each product meanwhile lets them progress (gemm_with_progress), so the next
 // step's transfers overlap this step's product as on a GPU's two streams. Those rules keep the
 // comm lane's order for any schedule that is correct on a GPU. Markers record the host clock.
+#include <algorithm>
 #include <complex>
 #include <list>
 #include <cstdlib>
@@ -210,6 +211,41 @@ class HostSpace final : public DeviceSpace {
           for (index_t i = 0; i < rows; ++i) out[i] = a * in[i];
         else
           for (index_t i = 0; i < rows; ++i) out[i] = a * in[i] + b * out[i];
+      }
+    });
+  }
+  void copy_strided(void* dst, index_t drs, index_t dcs, const void* src, index_t srs, index_t scs, index_t rows,
+                    index_t cols, Dtype dt, bool conj, const void* beta, Lane lane) override {
+    if (rows <= 0 || cols <= 0) return;
+    const std::size_t e = size_of(dt);
+    if (lane != Lane::compute) {
+      lane_.before_touching(src, std::size_t((rows - 1) * srs + (cols - 1) * scs + 1) * e, false);
+      lane_.before_touching(dst, std::size_t((rows - 1) * drs + (cols - 1) * dcs + 1) * e, true);
+    }
+    dispatch(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T b = beta ? *static_cast<const T*>(beta) : T(0);
+      const bool add = b != T(0);
+      const bool cj = conj && is_complex_v<T>;
+      // The unit-stride side inner (both column-major: a column at a time).
+      const bool by_rows = !(srs == 1 || drs == 1) && (scs == 1 || dcs == 1);
+      const index_t outer = by_rows ? rows : cols, inner = by_rows ? cols : rows;
+      const index_t so = by_rows ? srs : scs, si = by_rows ? scs : srs, dout = by_rows ? drs : dcs,
+                    di = by_rows ? dcs : drs;
+      for (index_t j = 0; j < outer; ++j) {
+        const T* in = static_cast<const T*>(src) + j * so;
+        T* out = static_cast<T*>(dst) + j * dout;
+        if (!add && !cj && si == 1 && di == 1) {
+          std::copy(in, in + inner, out);
+          continue;
+        }
+        for (index_t i = 0; i < inner; ++i) {
+          T v = in[i * si];
+          if constexpr (is_complex_v<T>)
+            if (cj) v = std::conj(v);
+          T& o = out[i * di];
+          o = add ? b * o + v : v;
+        }
       }
     });
   }

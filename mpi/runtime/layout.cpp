@@ -176,9 +176,6 @@ ResolvedLayout LayoutAccess::resolve(const Layout& l, const Comm& comm, const st
     sig.push_back(h);
   }
   sig.resize(12, 0);
-  if (l.memory_ == Memory::device)
-    local = name + " is in GPU memory on rank " + std::to_string(me) +
-            ": multiply() takes host memory only for now; copy it to the host and describe the host copy";
   global = agree_on(sig, comm, name);
   if (!global.empty()) {
     out.error = global;

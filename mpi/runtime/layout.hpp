@@ -65,7 +65,8 @@ class Layout {
   // n split over `parts` as the algorithms split it (the first n % parts one larger).
   static std::vector<index_t> even_sizes(index_t n, int parts);
 
-  // Where the data lives: host memory (the default) or each rank's GPU (refused for now).
+  // Where the data lives: host memory (the default) or each rank's GPU (the offsets then count
+  // from device pointers; MultiplyPlan moves and multiplies them there).
   Layout with_memory(Memory where) const {
     Layout l = *this;
     l.memory_ = where;
@@ -135,7 +136,8 @@ struct ResolvedLayout {
 };
 
 // Collective: every rank's tiles of `l` on `comm` (block lists are gathered), checked: sizes,
-// grids, blocks that overlap or leave gaps, leading dimensions, device memory. `name` ("A")
+// grids, blocks that overlap or leave gaps, leading dimensions (the memory is the plan's to
+// check: the geometry is the same in either). `name` ("A")
 // goes into the messages, which name the fix.
 ResolvedLayout resolve(const Layout& l, const Comm& comm, const std::string& name);
 // The layout of X^T (or X^H): rows and columns swapped, storage order flipped, nothing moved.

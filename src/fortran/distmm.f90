@@ -25,6 +25,7 @@ module distmm
   integer(c_int), parameter, public :: DISTMM_GRID_ROW_MAJOR = 0, DISTMM_GRID_COL_MAJOR = 1
   integer(c_int), parameter, public :: DISTMM_A = 0, DISTMM_B = 1, DISTMM_C = 2
   integer(c_int), parameter, public :: DISTMM_RANK = 0, DISTMM_MAX = 1, DISTMM_TOTAL = 2
+  integer(c_int), parameter, public :: DISTMM_MEMORY_HOST = 0, DISTMM_MEMORY_DEVICE = 1
 
   ! One block of a matrix held by one rank (offsets count from the rank's base pointer, from 0).
   type, bind(c), public :: distmm_block
@@ -34,6 +35,7 @@ module distmm
 
   public :: distmm_layout_block_cyclic, distmm_layout_scalapack, distmm_layout_row_slabs, &
             distmm_layout_col_slabs, distmm_layout_blocks, distmm_layout_destroy, distmm_plan_create, &
+            distmm_layout_set_memory, &
             distmm_plan_execute, distmm_plan_destroy, distmm_plan_shape, distmm_plan_moved, &
             distmm_plan_words, distmm_plan_memory, distmm_plan_in_place, distmm_plan_extent, &
             distmm_plan_algorithm, distmm_error, distmm_agree
@@ -79,6 +81,12 @@ module distmm
     integer(c_int) function distmm_layout_destroy(layout) bind(c, name="distmm_layout_destroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: layout
+    end function
+    ! DISTMM_MEMORY_DEVICE: the layout's base pointers are device pointers (the GPU's memory)
+    integer(c_int) function distmm_layout_set_memory(layout, memory) bind(c, name="distmm_layout_set_memory")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: layout
+      integer(c_int), value :: memory
     end function
     integer(c_int) function distmm_plan_execute(plan, alpha, a, b, beta, c) bind(c, name="distmm_plan_execute")
       import :: c_int, c_ptr

@@ -18,10 +18,15 @@ slice with one unit stride): the storage is read from the array, so nothing is t
 copied to call distmm. A C-order C is computed as C^T = B^T A^T in Fortran order, which is the
 same memory. Blocks with explicit offset/ld/order take a flat buffer instead. float32, float64,
 complex64 and complex128; trans_a/trans_b 'N', 'T' or 'C'. Every error (bad layouts, arrays of the
-wrong shape or dtype, GPU arrays) raises distmm.Error (a subclass per kind) on every rank of the
-communicator with the same message: no rank is left waiting. The binding is ctypes over
+wrong shape or dtype, memories not taken) raises distmm.Error (a subclass per kind) on every rank of
+the communicator with the same message: no rank is left waiting. The binding is ctypes over
 libdistmm_c.so (the C API, src/distmm.h); the communicator goes to it as comm.py2f().
-GPU arrays (CuPy, __cuda_array_interface__, DLPack on a device) are refused: not supported yet.
+
+GPU arrays (CuPy, anything with __cuda_array_interface__, DLPack tensors on a CUDA device) are taken
+as they are, without copies, where the library is built with CUDA (distmm.device_support()): A, B
+and C all on the GPUs (each rank's current device), redistributed and multiplied there (NCCL between
+the GPUs). Host and device arrays mixed, or device arrays with a build without CUDA, raise
+DeviceMemoryError. The arrays must be ready (their stream synchronized) when execute() is called.
 """
 import ctypes
 
@@ -30,7 +35,7 @@ import numpy as np
 from . import _capi as _c
 
 __all__ = ["matmul", "Plan", "BlockCyclic", "RowSlabs", "ColSlabs", "Blocks", "Block", "Error",
-           "ArgumentError", "LayoutError", "UsageError", "DeviceMemoryError", "even_sizes"]
+           "ArgumentError", "LayoutError", "UsageError", "DeviceMemoryError", "even_sizes", "device_support"]
 
 
 # ---- errors ----
@@ -56,7 +61,12 @@ class UsageError(Error, ValueError):
 
 
 class DeviceMemoryError(Error, TypeError):
-    """A GPU (device) array: this build takes host NumPy arrays only."""
+    """Memories the library does not take: host and GPU arrays mixed, GPU arrays without CUDA."""
+
+
+def device_support():
+    """Whether this build of the library takes GPU (device) arrays."""
+    return bool(_c.lib.distmm_device_support())
 
 
 _CLASSES = {_c.ERR_ARGUMENT: ArgumentError, _c.ERR_LAYOUT: LayoutError, _c.ERR_USAGE: UsageError,
@@ -251,6 +261,77 @@ _DTYPES = {np.dtype(np.float32): _c.F32, np.dtype(np.float64): _c.F64,
            np.dtype(np.complex64): _c.C32, np.dtype(np.complex128): _c.C64}
 
 
+class _Flags:
+    def __init__(self, c, f):
+        self.c_contiguous, self.f_contiguous, self.writeable = c, f, True
+
+
+class _DeviceArray:
+    """A GPU array seen through __cuda_array_interface__ or DLPack: pointer, shape, byte strides,
+    dtype (what the plan reads of an array), and the object that owns the memory (kept alive)."""
+    device = True
+
+    def __init__(self, ptr, shape, strides, dtype, owner, kind):
+        self.ptr, self.shape, self.dtype, self.owner, self.kind = int(ptr), tuple(shape), np.dtype(dtype), owner, kind
+        self.itemsize, self.ndim = self.dtype.itemsize, len(self.shape)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        if strides is None:  # C-contiguous
+            st, acc = [], self.itemsize
+            for n in reversed(self.shape):
+                st.append(acc)
+                acc *= max(int(n), 1)
+            strides = tuple(reversed(st))
+        self.strides = tuple(int(v) for v in strides)
+        self.flags = _Flags(*((True, True) if self.size == 0 else _contiguity(self.shape, self.strides, self.itemsize)))
+
+
+def _contiguity(shape, strides, itemsize):
+    def tight(order):
+        acc = itemsize
+        for n, s in order:
+            if n > 1 and s != acc:
+                return False
+            acc *= n
+        return True
+    dims = list(zip(shape, strides))
+    return tight(reversed(dims)), tight(dims)
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
+_DL_CODES = {(0, 2): None, (2, 32): np.float32, (2, 64): np.float64, (5, 64): np.complex64, (5, 128): np.complex128}
+
+
+def _from_dlpack(x, kind):
+    """A DLPack tensor on a CUDA device, without a copy: the capsule's DLTensor read (the capsule is
+    kept, not consumed, so its producer keeps the memory and frees it when the capsule goes)."""
+    cap = x.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = _DLTensor.from_address(get(cap, b"dltensor"))  # DLManagedTensor starts with its DLTensor
+    dt = _DL_CODES.get((t.dtype.code, t.dtype.bits))
+    if dt is None or t.dtype.lanes != 1:
+        raise _Local("distmm: a DLPack tensor of type code %d, %d bits: distmm takes float32, float64, complex64, "
+                     "complex128" % (t.dtype.code, t.dtype.bits))
+    shape = [t.shape[i] for i in range(t.ndim)]
+    item = np.dtype(dt).itemsize
+    strides = None if not t.strides else [t.strides[i] * item for i in range(t.ndim)]
+    return _DeviceArray((t.data or 0) + t.byte_offset, shape, strides, dt, (x, cap), kind)
+
+
 def _device_kind(x):
     """A name for a GPU array, None for host memory."""
     if hasattr(x, "__cuda_array_interface__"):
@@ -266,18 +347,42 @@ def _device_kind(x):
     return None
 
 
+def _device_array(x, name):
+    """x (a GPU array) as a _DeviceArray, no copy."""
+    kind = _device_kind(x)
+    if isinstance(x, _DeviceArray):
+        return x
+    if hasattr(x, "__cuda_array_interface__"):
+        cai = x.__cuda_array_interface__
+        mask = cai.get("mask")
+        if mask is not None:
+            raise _Local("distmm: %s (%s) has a mask: pass an unmasked array" % (name, kind))
+        return _DeviceArray(cai["data"][0] or 0, cai["shape"], cai.get("strides"), np.dtype(cai["typestr"]), x, kind)
+    dev = x.__dlpack_device__()
+    if int(dev[0]) not in (_DL_CUDA, _DL_CUDA_MANAGED):
+        raise _Local("distmm: %s is on DLPack device type %d: distmm takes host memory or CUDA devices" %
+                     (name, int(dev[0])), _c.ERR_UNSUPPORTED)
+    return _from_dlpack(x, kind)
+
+
 def _host_array(x, name, writable=False):
-    dev = _device_kind(x)
-    if dev:
-        raise _Local("distmm: %s is a GPU (device) array, %s: device memory is not supported yet by this build "
-                     "of the Python package (nothing was copied); pass a host NumPy array (e.g. cupy.asnumpy(%s))"
-                     % (name, dev, name.lower()), _c.ERR_UNSUPPORTED)
+    """x as a NumPy array, or as a _DeviceArray where it is a GPU array (no copy either way)."""
+    if isinstance(x, _DeviceArray) or _device_kind(x):
+        return _device_array(x, name)
     if writable and not isinstance(x, np.ndarray):
         raise _Local("distmm: %s must be a NumPy array (it is written), not %s" % (name, type(x).__name__))
     x = np.asarray(x)
     if writable and not x.flags.writeable:
         raise _Local("distmm: %s is read-only: pass a writable array" % name)
     return x
+
+
+def _on_device(x):
+    return isinstance(x, _DeviceArray)
+
+
+def _ptr(x):
+    return (x.ptr if _on_device(x) else x.ctypes.data) or None
 
 
 def _storages(x):
@@ -380,6 +485,9 @@ class Plan:
         from mpi4py import MPI
         self._choose(prep, self.comm.allreduce(mask, op=MPI.BAND), size, rank)
         hs = [o.geom._make(o.order, o.ld, size, rank) for o in self._ops]
+        for h, o in zip(hs, self._ops):
+            if _on_device(o.array):
+                _c.lib.distmm_layout_set_memory(h, _c.MEMORY_DEVICE)
         h = _c.handle()
         st = _c.lib.distmm_plan_create_f(ctypes.byref(h), self._f, self._dt, _c.OP[self._ops[0].op], hs[0],
                                          _c.OP[self._ops[1].op], hs[1], hs[2],
@@ -437,6 +545,11 @@ class Plan:
         for shift, x, g, o in ((2, a, la, trans_a), (10, b, lb, trans_b)):
             bits = (mask >> (shift + 4 * t)) & 15
             copied = bits == 0
+            if copied and _on_device(x):
+                raise ArgumentError("distmm: %s's strides fit no storage distmm takes on every rank with C %s-ordered, and a "
+                            "GPU array is not copied behind your back: pass it %s-ordered (e.g. cupy.asfortranarray)"
+                            % ("A" if shift == 2 else "B", "C" if t else "Fortran", "C" if t else "Fortran"),
+                            _c.ERR_ARGUMENT)
             if copied:  # one local copy, in the order whose first description fits everywhere
                 x = x.copy(order="C" if t else "F")
                 bits = 1
@@ -457,6 +570,7 @@ class Plan:
 
     def execute(self, a, b, c, alpha=1, beta=0):
         """Collective: c = alpha op(a) op(b) + beta c, in place in c. Returns c."""
+        given_c = c
         problem = None
         ptrs = None
         try:
@@ -479,11 +593,10 @@ class Plan:
             problem = _as_local(e)
         _agree(self._f, problem)
         al, x1, x2, be, cc = ptrs
-        st = _c.lib.distmm_plan_execute(self._h, al.ctypes.data, x1.ctypes.data or None, x2.ctypes.data or None,
-                                        be.ctypes.data, cc.ctypes.data or None)
+        st = _c.lib.distmm_plan_execute(self._h, al.ctypes.data, _ptr(x1), _ptr(x2), be.ctypes.data, _ptr(cc))
         if st != _c.SUCCESS:
             _raise(st)
-        return c
+        return given_c
 
     def _query(self, f, *args):
         st = f(self._h, *args)
@@ -574,6 +687,10 @@ def matmul(a, b, c=None, *, layout, comm=None, trans_a="N", trans_b="N", alpha=1
         _agree(f, problem)
         from mpi4py import MPI
         row = comm.allreduce(bool(row), op=MPI.LAND)  # one order on every rank
-        c = np.zeros(shape, dtype=np.result_type(a_.dtype, b_.dtype), order="C" if row else "F")
+        if _on_device(a_) or _on_device(b_):  # C where A and B are: CuPy makes it (a GPU array)
+            import cupy
+            c = cupy.zeros(shape, dtype=np.result_type(a_.dtype, b_.dtype), order="C" if row else "F")
+        else:
+            c = np.zeros(shape, dtype=np.result_type(a_.dtype, b_.dtype), order="C" if row else "F")
     with Plan(a, b, c, layout=layout, comm=comm, trans_a=trans_a, trans_b=trans_b, options=options) as p:
         return p.execute(a, b, c, alpha, beta)

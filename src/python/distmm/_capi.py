@@ -10,6 +10,7 @@ OP = {"N": 0, "T": 1, "C": 2}
 COL_MAJOR, ROW_MAJOR = 0, 1
 GRID_ROW_MAJOR, GRID_COL_MAJOR = 0, 1
 RANK, MAX, TOTAL = 0, 1, 2
+MEMORY_HOST, MEMORY_DEVICE = 0, 1
 
 index_t = ctypes.c_int64
 handle = ctypes.c_void_p
@@ -62,6 +63,8 @@ _sig = {
                                                ctypes.c_int]),
     "distmm_layout_blocks": (ctypes.c_int, [_P(handle), index_t, index_t, ctypes.c_int, _P(Block)]),
     "distmm_layout_destroy": (ctypes.c_int, [handle]),
+    "distmm_layout_set_memory": (ctypes.c_int, [handle, ctypes.c_int]),
+    "distmm_device_support": (ctypes.c_int, []),
     "distmm_plan_create_f": (ctypes.c_int, [_P(handle), ctypes.c_int, ctypes.c_int, ctypes.c_int, handle,
                                             ctypes.c_int, handle, handle, ctypes.c_char_p]),
     "distmm_plan_execute": (ctypes.c_int, [handle, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,

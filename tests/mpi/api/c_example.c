@@ -143,6 +143,26 @@ int main(int argc, char** argv) {
   bad += distmm_plan_create(&none, MPI_COMM_WORLD, DISTMM_F64, DISTMM_OP_N, la, DISTMM_OP_N, lb, lc, "algorithm=nope") !=
          DISTMM_ERR_USAGE;
 
+  /* device memory: the complex product again with all three layouts on the device, here the
+   * emulated device (host pointers, emulate_device=1); a GPU program passes device pointers
+   * and no option. Host and device layouts mixed are refused with DISTMM_ERR_UNSUPPORTED. */
+  CHECK(distmm_layout_set_memory(laz, DISTMM_MEMORY_DEVICE));
+  CHECK(distmm_layout_set_memory(lb, DISTMM_MEMORY_DEVICE));
+  bad += distmm_plan_create(&none, MPI_COMM_WORLD, DISTMM_C64, DISTMM_OP_C, laz, DISTMM_OP_N, lb, lc,
+                            "emulate_device=1") != DISTMM_ERR_UNSUPPORTED;
+  CHECK(distmm_layout_set_memory(lc, DISTMM_MEMORY_DEVICE));
+  for (long j = 0; j < cn; ++j)
+    for (long i = 0; i < m; ++i) Cz[i + j * m] = 0;
+  CHECK(distmm_plan_create(&plan, MPI_COMM_WORLD, DISTMM_C64, DISTMM_OP_C, laz, DISTMM_OP_N, lb, lc, "emulate_device=1"));
+  CHECK(distmm_plan_execute(plan, &alpha, Az, Bz, &zero, Cz)); /* beta = 0: C not read */
+  for (long j = 0; j < cn; ++j)
+    for (long i = 0; i < m; ++i) {
+      double complex s = 0;
+      for (long l = 0; l < k; ++l) s += conj(a_val(l, i) + I * b_val(i, l)) * (b_val(l, c0 + j) - I * c_val(l, c0 + j));
+      bad += Cz[i + j * m] != alpha * s;
+    }
+  CHECK(distmm_plan_destroy(plan));
+
   distmm_layout_destroy(la), distmm_layout_destroy(lb), distmm_layout_destroy(lc);
   distmm_layout_destroy(laz), distmm_layout_destroy(lbad);
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

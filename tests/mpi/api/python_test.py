@@ -2,7 +2,10 @@
 op pair (N, T, C), A, B and C in block-cyclic, row or column slabs, one block per rank or explicit
 blocks in a flat buffer, C- and F-order (and padded) arrays, a plan executed twice, and errors
 (a bad layout, one rank's wrong shape, a GPU array on one rank, a bad option) raised on every
-rank with the same message. Inputs are small integers: every element is checked exactly.
+rank with the same message. GPU arrays: host memory shown through __cuda_array_interface__
+(GpuView) with the option emulate_device=1 runs the device path on the emulated device, taken
+without copies; on a GPU machine DISTMM_TEST_CUPY=1 runs the same cases on CuPy arrays and
+DISTMM_TEST_TORCH=1 on PyTorch CUDA tensors (through __cuda_array_interface__, and through DLPack alone). Inputs are small integers: every element is checked exactly.
 Run: PYTHONPATH=build/python mpirun -n 4 python3 tests/mpi/api/python_test.py"""
 import sys
 
@@ -109,7 +112,60 @@ KINDS = ["bc", "rows", "cols", "block", "flat"]
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False):
+class GpuView:
+    """Host memory shown as a GPU array (what CuPy shows: __cuda_array_interface__), for the emulated
+    device: distmm reads pointer, shape and strides and copies nothing."""
+
+    def __init__(self, x):
+        self.x = x
+        self.__cuda_array_interface__ = {"shape": x.shape, "typestr": x.dtype.str, "version": 3,
+                                         "data": (x.ctypes.data, False), "strides": x.strides}
+
+
+CUPY = TORCH = None
+_env = __import__("os").environ
+if _env.get("DISTMM_TEST_CUPY") == "1":
+    import cupy as CUPY  # noqa: N812
+    CUPY.cuda.Device(me % CUPY.cuda.runtime.getDeviceCount()).use()  # one GPU per rank
+if _env.get("DISTMM_TEST_TORCH") == "1":
+    import torch as TORCH  # noqa: N812
+    TORCH.cuda.set_device(me % TORCH.cuda.device_count())
+
+
+class DLPackOnly:
+    """A GPU tensor seen through DLPack alone (no __cuda_array_interface__)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.t.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def to_device(x, mode):
+    """x as the test's memory `mode`: None (host), "emulated" (GpuView), "cupy" (a CuPy copy, same strides)."""
+    if mode == "emulated":
+        return GpuView(x)
+    if mode == "cupy":  # the cases' arrays are tight: the same strides on the GPU
+        return CUPY.asarray(x, order="F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
+    if mode in ("torch", "dlpack"):  # .cuda() keeps a dense tensor's strides
+        t = TORCH.from_numpy(x).cuda()
+        TORCH.cuda.synchronize()
+        return t if mode == "torch" else DLPackOnly(t)
+    return x
+
+
+def back(d, x, mode):
+    if mode == "cupy":
+        x[...] = CUPY.asnumpy(d)
+    if mode in ("torch", "dlpack"):
+        x[...] = (d if mode == "torch" else d.t).cpu().numpy()
+
+
+def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False, device=None):
     global cases
     cases += 1
     A = values((m, k) if oa == "N" else (k, m), 10 + v, dtype)
@@ -130,14 +186,18 @@ def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, chec
     alpha, beta = (2, -1) if not np.iscomplexobj(A) else (1 - 2j, 1j)
     want = alpha * (opx(A, oa) @ opx(B, ob)) + beta * C0
     a0, b0 = a.copy(), b.copy()
-    tag = "%s %s%s A %s B %s C %s %s v%d" % (np.dtype(dtype).name, oa, ob, ka, kb, kc, order, v)
+    tag = "%s %s%s A %s B %s C %s %s v%d%s" % (np.dtype(dtype).name, oa, ob, ka, kb, kc, order, v,
+                                             " on " + device if device else "")
+    da, db, dc = (to_device(x, device) for x in (a, b, c))
     try:
-        plan = distmm.Plan(a, b, c, layout=(la, lb, lc), trans_a=oa, trans_b=ob)
+        plan = distmm.Plan(da, db, dc, layout=(la, lb, lc), trans_a=oa, trans_b=ob,
+                           options="emulate_device=1" if device == "emulated" else None)
         if check_no_copy and plan._copied != [False, False]:
             fail(tag + ": an input was copied")
-        plan.execute(a, b, c, alpha=alpha, beta=beta)
-        plan.execute(a, b, c, alpha=0, beta=1)  # a second run on the same plan: c unchanged
+        plan.execute(da, db, dc, alpha=alpha, beta=beta)
+        plan.execute(da, db, dc, alpha=0, beta=1)  # a second run on the same plan: c unchanged
         plan.close()
+        back(da, a, device), back(db, b, device), back(dc, c, device)
     except distmm.Error as e:
         fail(tag + ": raised " + str(e))
         return
@@ -197,6 +257,27 @@ for m, n, k in ((1, 1, 1), (1, 6, 3), (8, 1, 1), (3, 2, 11)):
     one_case(np.float64, "N", "N", "bc", "rows", "cols", "C", 0, m, n, k)
     one_case(np.complex128, "T", "C", "cols", "block", "rows", "F", 1, m, n, k)
 
+# GPU arrays, without copies: every dtype and op pair on the emulated device (or CuPy's GPU arrays)
+for mode in ["emulated"] + (["cupy"] if CUPY is not None else []) + (["torch", "dlpack"] if TORCH is not None else []):
+    for dtype in DTYPES:
+        for oa in "NTC":
+            for ob in "NTC":
+                ka, kb, kc = rng.choice(KINDS, 3)
+                one_case(dtype, oa, ob, ka, kb, kc, "F", int(rng.integers(0, 6)), device=mode)
+    for i, kind in enumerate(KINDS):
+        one_case(np.float64, "N", "T", kind, KINDS[(i + 1) % 5], KINDS[(i + 2) % 5], "F", i, device=mode)
+
+# a GPU array whose strides would need a copy is refused, not copied (a C-ordered block-cyclic A under "C")
+A2 = values((5, 4), 3, np.complex128)
+la2, ra2, ca2 = make("bc", 5, 4, 0)
+lb2, rb2, cb2 = make("rows", 5, 3, 0)
+lc2, rc2, cc2 = make("cols", 4, 3, 0)
+agreed_error(lambda: distmm.matmul(GpuView(local(A2, ra2, ca2, "C")), GpuView(local(values((5, 3), 4, np.complex128), rb2,
+                                                                                   cb2, "F")),
+                                   GpuView(np.zeros((4, len(cc2)), np.complex128, order="F")), layout=(la2, lb2, lc2),
+                                   trans_a="C", options="emulate_device=1"),
+             distmm.ArgumentError, "GPU array needing a copy")
+
 # matmul allocates C (C-order for C-order inputs) and equals NumPy's product
 A, B = values((9, 4), 1, np.float64), values((4, 6), 2, np.float64)
 la, ra, ca = make("rows", 9, 4, 0)
@@ -219,14 +300,19 @@ wrong = a if me != P - 1 else np.zeros((a.shape[0] + 1, a.shape[1]))
 agreed_error(lambda: distmm.matmul(wrong, b, cl, layout=(la, lb, lc)), distmm.ArgumentError, "one rank's wrong shape")
 
 
-class FakeGpuArray:  # what CuPy arrays show: __cuda_array_interface__
-    __cuda_array_interface__ = {"shape": (1,), "typestr": "<f8", "data": (0, False), "version": 3}
-
-
-gpu = FakeGpuArray() if me == 0 else a
-msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError, "GPU array")
-if msg and "not supported yet" not in msg[1]:
-    fail("GPU array: message does not say device memory is not supported: " + msg[1])
+gpu = GpuView(a) if me == 0 else a
+msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
+                   "GPU array on one rank")
+if msg and ("in GPU memory on some ranks" if P > 1 else "mixed memories are not taken yet") not in msg[1]:
+    fail("GPU array on one rank: message does not say so: " + msg[1])
+msg = agreed_error(lambda: distmm.matmul(GpuView(a), GpuView(b), cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
+                   "host and GPU arrays mixed")
+if msg and "mixed memories are not taken yet" not in msg[1]:
+    fail("host and GPU arrays mixed: message does not say so: " + msg[1])
+msg = agreed_error(lambda: distmm.matmul(GpuView(a), GpuView(b), GpuView(cl), layout=(la, lb, lc),
+                                         options="engine=blas"), distmm.DeviceMemoryError, "GPU arrays, host engine")
+if msg and ("computes on the host" if distmm.device_support() else "has no CUDA") not in msg[1]:
+    fail("GPU arrays with a host engine: message does not say why: " + msg[1])
 agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), options="algorithm=nope"), distmm.UsageError,
              "unknown algorithm")
 agreed_error(lambda: distmm.matmul(a.astype(np.float32), b, cl, layout=(la, lb, lc)), distmm.ArgumentError,
