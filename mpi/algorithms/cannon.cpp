@@ -3,37 +3,30 @@
 // B(i, j) up by j, so that at step s rank (i, j) holds A(i, l) and B(l, j) with l = (i + j + s) mod q
 // and accumulates C(i, j) += A(i, l) B(l, j); between steps A shifts left by one and B up by one.
 // The next blocks are received into a second buffer while the current ones are multiplied.
-#include <cmath>
-
 #include "algorithms.hpp"
+#include "classical.hpp"
 #include "../runtime/grid.hpp"
 #include "../runtime/pipeline.hpp"
 
 namespace distmm {
 namespace {
 
-class Cannon final : public AlgorithmBase<Cannon> {
+class Cannon final : public ClassicalAlgorithm<Cannon> {
  public:
   Cannon(const Comm& world, GemmShape s, int q)
-      : s_(s), q_(q), grid_(world, {q, q}, true), pm_{s.m, q}, pn_{s.n, q}, pk_{s.k, q} {
-    int i = grid_.coord(0), j = grid_.coord(1);
-    pa_ = Piece::block(pm_.start(i), pm_.size(i), pk_.start(j), pk_.size(j));
-    pb_ = Piece::block(pk_.start(i), pk_.size(i), pn_.start(j), pn_.size(j));
-    pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+      : ClassicalAlgorithm(s, q, q), q_(q), grid_(world, {q, q}, true), pk_{s.k, q} {
+    set_blocks(grid_.coord(0), grid_.coord(1), pk_, pk_);
+    space_comms_ = {{&grid_.comm(), &dev_}};
   }
 
   std::string name() const override { return "cannon"; }
   std::string layout() const override {
     return grid_.shape() + " torus, " + std::to_string(q_) + " steps";
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
-
-  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
-    index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
-    index_t words = 3 * mi * kl + 3 * kl * nj + mi * nj;  // own blocks + two buffers each
-    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, kl, dt);
+  index_t depth() const { return pk_.max_size(); }
+  double peak_words() const {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
+    return double(3 * mi * kl + 3 * kl * nj + mi * nj);  // own blocks + two buffers each
   }
 
   CommEstimate analytic() const override {
@@ -53,14 +46,6 @@ class Cannon final : public AlgorithmBase<Cannon> {
     return acc.done(q_ * q_);
   }
 
-  // One schedule for host and device memory: the next blocks' shifts on the comm lane (MPI's
-  // nonblocking transfers on the host, NCCL or MPI through host memory between GPUs) while the
-  // current blocks' product runs on the compute lane. A and B are contiguous (ld = rows).
-  static constexpr bool kOneSchedule = true;
-  void prepare_comms(DeviceSpace& sp) override {
-    if (!dev_) dev_ = sp.comm(grid_.comm());
-  }
-  void forget_comms() override { dev_.reset(); }
   // Two blocks each of A and of B, received while the current ones are multiplied.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     if (q_ == 1) return {};
@@ -68,8 +53,10 @@ class Cannon final : public AlgorithmBase<Cannon> {
     const std::size_t a = std::size_t(mi * kl) * size_of(dt), b = std::size_t(kl * nj) * size_of(dt);
     return {a, a, b, b};
   }
-  GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
+  // One schedule for host and device memory: the next blocks' shifts on the comm lane (MPI's
+  // nonblocking transfers on the host, NCCL or MPI through host memory between GPUs) while the
+  // current blocks' product runs on the compute lane. A and B are contiguous (ld = rows).
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
@@ -112,11 +99,9 @@ class Cannon final : public AlgorithmBase<Cannon> {
   }
 
  private:
-  GemmShape s_;
   int q_;
   CartGrid grid_;
-  Partition1D pm_, pn_, pk_;
-  Piece pa_, pb_, pc_;
+  Partition1D pk_;
   std::unique_ptr<DeviceComm> dev_;  // over grid_'s communicator: destroyed before it
 };
 

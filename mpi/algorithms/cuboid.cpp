@@ -21,14 +21,11 @@
 // partial stays put across the steps.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 
 #include "algorithms.hpp"
+#include "classical.hpp"
 #include "cost_model.hpp"
-#include "../runtime/grid.hpp"
 #include "../runtime/pipeline.hpp"
-#include "../../src/core/system.hpp"
 
 namespace distmm {
 namespace {
@@ -50,19 +47,30 @@ double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
   return own + slices + partial;
 }
 
-class Cuboid final : public AlgorithmBase<Cuboid> {
+class Cuboid final : public ClassicalAlgorithm<Cuboid> {
  public:
   Cuboid(const Comm& world, GemmShape s, CuboidGrid g)
-      : s_(s), g_(g), P_(world.size()), rank_(world.rank()), pm_{s.m, g.pm}, pn_{s.n, g.pn},
-        pk_{s.k, g.pk} {
-    active_ = rank_ < g_.used();
+      : ClassicalAlgorithm(s, g.pm, g.pn), g_(g), P_(world.size()), pk_{s.k, g.pk} {
+    active_ = world.rank() < g_.used();
     // Every rank takes part in the splits (collective); idle ranks get no communicator.
-    if (active_) std::tie(i_, j_, l_) = coords(rank_);
+    if (active_) std::tie(i_, j_, l_) = coords(world.rank());
     a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
     b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
     c_comm_ = world.split(active_ ? i_ * g_.pn + j_ : -1, l_);
     if (!active_) return;
-    pa_ = piece_a(i_, j_, l_), pb_ = piece_b(i_, j_, l_), pc_ = piece_c(i_, j_, l_);
+    if (g_.pn > 1) space_comms_.push_back({&a_comm_, &dev_a_});  // only those used
+    if (g_.pm > 1) space_comms_.push_back({&b_comm_, &dev_b_});
+    if (g_.pk > 1) space_comms_.push_back({&c_comm_, &dev_c_});
+    // A(i, l): this rank's share of each k-step's columns; B(l, j) and C(i, j): its share of the
+    // columns, among the pm ranks (*, j, l) and the pk ranks (i, j, *).
+    for (int c = 0; c < g_.steps && pm_.size(i_) > 0; ++c) {
+      const index_t kc = step_size(l_, c), w = share(kc, g_.pn, j_);
+      if (w > 0) pa_.col_runs.push_back({pk_.start(l_) + step_begin(l_, c) + share_begin(kc, g_.pn, j_), w});
+    }
+    if (!pa_.col_runs.empty()) pa_.row_runs.push_back({pm_.start(i_), pm_.size(i_)});
+    const Partition1D nb{pn_.size(j_), g_.pm}, nc{pn_.size(j_), g_.pk};
+    pb_ = Piece::block(pk_.start(l_), pk_.size(l_), pn_.start(j_) + nb.start(i_), nb.size(i_));
+    pc_ = Piece::block(pm_.start(i_), pm_.size(i_), pn_.start(j_) + nc.start(l_), nc.size(l_));
   }
 
   std::string name() const override { return "cuboid"; }
@@ -85,22 +93,12 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     const index_t kc = g_.steps > 1 ? step_size(l_, 0) : pk_.size(l_) / 2;
     return KPrefix{share(kc, g_.pn, j_), kc};
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
-
-  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
-    return static_cast<std::size_t>(cuboid_peak_words(s_, g_) * double(size_of(dt))) +
-           e.workspace_bytes(pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps, dt);
-  }
+  index_t depth() const { return (pk_.max_size() + g_.steps - 1) / g_.steps; }  // of the largest k-step
+  double peak_words() const { return cuboid_peak_words(s_, g_); }
 
   CommEstimate analytic() const override {
     EstimateAccumulator acc;
-    for (int r = 0; r < P_; ++r) {
-      if (r >= g_.used()) {
-        acc.add(0, 0, 0);
-        continue;
-      }
+    for (int r = 0; r < g_.used(); ++r) {
       auto [i, j, l] = coords(r);
       const double mi = double(pm_.size(i)), nj = double(pn_.size(j)), kl = double(pk_.size(l));
       double words = 0, msgs = 0;
@@ -112,22 +110,10 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
       if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
       acc.add(words, msgs, 2 * mi * nj * kl);
     }
+    for (int r = g_.used(); r < P_; ++r) acc.add(0, 0, 0);  // the idle ranks
     return acc.done(P_);
   }
 
-  // One schedule for host and device memory: the gathers of the next k-step on the comm lane
-  // while this step's product runs on the compute lane. NCCL's gathers and reductions take
-  // equal parts, so between GPUs uneven parts travel padded to the largest (the words counted
-  // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
-  // copy.
-  static constexpr bool kOneSchedule = true;
-  void prepare_comms(DeviceSpace& sp) override {
-    if (!active_ || dev_a_ || dev_b_ || dev_c_) return;
-    if (g_.pn > 1) dev_a_ = sp.comm(a_comm_);
-    if (g_.pm > 1) dev_b_ = sp.comm(b_comm_);
-    if (g_.pk > 1) dev_c_ = sp.comm(c_comm_);
-  }
-  void forget_comms() override { dev_a_.reset(), dev_b_.reset(), dev_c_.reset(); }
   // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
   // parts (only where the parts differ and travel padded) and this rank's part packed for
   // sending; the same for B; then C's partial sum, its padded parts and this rank's reduced
@@ -135,38 +121,36 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     std::vector<std::size_t> b(15, 0);
     if (!active_) return b;
-    const std::size_t e = size_of(dt);
     const bool pads = !bound_space() || !bound_space()->takes_uneven_parts();
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
     bool uneven_a = false;
     for (int c = 0; c < g_.steps; ++c) uneven_a = uneven_a || step_size(l_, c) % g_.pn != 0;
+    // At `at`, `at + gap` and `at + 2 gap`: a rows x cols block cut by columns into `parts`
+    // parts, the parts padded to the widest, and one part packed (A's where it is uneven or A
+    // has a leading dimension).
+    auto parts_of = [&](std::size_t at, std::size_t gap, index_t rows, index_t cols, int parts, bool uneven) {
+      if (parts < 2) return;
+      const index_t wmax = share(cols, parts, 0);
+      b[at] = std::size_t(rows * cols) * size_of(dt);
+      if (uneven && pads) b[at + gap] = std::size_t(rows * wmax * parts) * size_of(dt);
+      b[at + 2 * gap] = std::size_t(rows * wmax) * size_of(dt);
+    };
     for (int slot = 0; slot < 2; ++slot) {
-      if (g_.pn > 1) {  // A's part is packed where it is uneven or A has a leading dimension
-        b[0 + slot] = std::size_t(mi * kmax) * e;
-        if (uneven_a && pads) b[2 + slot] = std::size_t(mi * share(kmax, g_.pn, 0) * g_.pn) * e;
-        b[4 + slot] = std::size_t(mi * share(kmax, g_.pn, 0)) * e;
-      }
-      if (g_.pm > 1) {
-        b[6 + slot] = std::size_t(kmax * nj) * e;
-        if (nj % g_.pm != 0 && pads) b[8 + slot] = std::size_t(kmax * share(nj, g_.pm, 0) * g_.pm) * e;
-        b[10 + slot] = std::size_t(kmax * share(nj, g_.pm, 0)) * e;
-      }
+      parts_of(0 + slot, 2, mi, kmax, g_.pn, uneven_a);
+      parts_of(6 + slot, 2, kmax, nj, g_.pm, nj % g_.pm != 0);
     }
-    if (g_.pk > 1) {
-      b[12] = std::size_t(mi * nj) * e;
-      if (nj % g_.pk != 0 && pads) b[13] = std::size_t(mi * share(nj, g_.pk, 0) * g_.pk) * e;
-      b[14] = std::size_t(mi * share(nj, g_.pk, 0)) * e;
-    }
+    parts_of(12, 1, mi, nj, g_.pk, nj % g_.pk != 0);
     return b;
   }
-  GemmShape device_gemm_shape() const override {
-    return {pm_.max_size(), pn_.max_size(), (pk_.max_size() + g_.steps - 1) / g_.steps};
-  }
 
+  // One schedule for host and device memory: the gathers of the next k-step on the comm lane
+  // while this step's product runs on the compute lane. NCCL's gathers and reductions take
+  // equal parts, so between GPUs uneven parts travel padded to the largest (the words counted
+  // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
+  // copy.
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
-    using Lane = DeviceSpace::Lane;
     reset_phases();
     if (!active_) return;
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
@@ -176,44 +160,41 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
     // which: 0 A gathered, 1 A padded, 2 A sent, 3 B gathered, 4 B padded, 5 B sent
     auto buf = [&](int which, int slot) { return device_buffer<T>(std::size_t(2 * which + slot)); };
     // Gathers `parts` parts of rows x (share(cols, parts, q)) columns from `mine` (this rank's
-    // part, leading dimension ld) into `out` (rows x cols, contiguous), through `send` (packed)
-    // and, where the parts differ and travel padded to the first part's width, `padded`.
+    // part, leading dimension ld) into `out` = buf(which, slot) (rows x cols, contiguous, which
+    // it returns), through `send` (packed) and, where the parts differ and travel padded to the
+    // first part's width, `padded`.
     auto gather = [&](DeviceComm& dc, int parts, int me, index_t rows, index_t cols, const T* mine, index_t ld,
-                      T* send, T* padded, T* out, std::size_t pack_phase) {
+                      int which, int slot, std::size_t pack_phase) {
+      T *out = buf(which, slot), *padded = buf(which + 1, slot), *send = buf(which + 2, slot);
       const index_t wmax = share(cols, parts, 0), w = share(cols, parts, me);
       const bool even = cols % parts == 0 || !pads;
       if (ld != rows || !even) {  // this rank's part, packed (and padded)
         timed(pack_phase, [&] { sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm); });
         mine = send;
       }
-      if (!pads) return dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
+      if (!pads) {
+        dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
+        return out;
+      }
       dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
       if (!even)
         for (int q = 0; q < parts; ++q)
           sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
                   std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
+      return out;
     };
 
     StepOperands<T> ops[2];
     index_t a_col0 = 0;
     auto post = [&](int c, int slot) {
       const index_t kc = step_size(l_, c), k0 = step_begin(l_, c);
-      const index_t wa = share(kc, g_.pn, j_);
       StepOperands<T>& o = ops[slot];
-      if (gather_a) {
-        gather(*dev_a_, g_.pn, j_, mi, kc, A.data + a_col0 * A.ld, A.ld, buf(2, slot), buf(1, slot), buf(0, slot),
-               kNoPhase);
-        o.a = buf(0, slot), o.lda = std::max<index_t>(mi, 1);
-      } else {
-        o.a = A.data + a_col0 * A.ld, o.lda = A.ld;
-      }
-      a_col0 += wa;
-      if (gather_b) {  // rows k0..k0+kc of this rank's columns of B(l, j)
-        gather(*dev_b_, g_.pm, i_, kc, nj, B.data + k0, B.ld, buf(5, slot), buf(4, slot), buf(3, slot), 0);
-        o.b = buf(3, slot), o.ldb = std::max<index_t>(kc, 1);
-      } else {
-        o.b = B.data + k0, o.ldb = B.ld;
-      }
+      o = {A.data + a_col0 * A.ld, A.ld, B.data + k0, B.ld};  // in place where not gathered
+      if (gather_a)
+        o.a = gather(*dev_a_, g_.pn, j_, mi, kc, o.a, A.ld, 0, slot, kNoPhase), o.lda = std::max<index_t>(mi, 1);
+      a_col0 += share(kc, g_.pn, j_);
+      if (gather_b)  // rows k0..k0+kc of this rank's columns of B(l, j)
+        o.b = gather(*dev_b_, g_.pm, i_, kc, nj, o.b, B.ld, 3, slot, 0), o.ldb = std::max<index_t>(kc, 1);
     };
 
     T* cp = reduce_c ? device_buffer<T>(12) : C.data;
@@ -293,57 +274,31 @@ class Cuboid final : public AlgorithmBase<Cuboid> {
   index_t step_size(int l, int c) const { return share(pk_.size(l), g_.steps, c); }
   index_t step_begin(int l, int c) const { return share_begin(pk_.size(l), g_.steps, c); }
 
-  Piece piece_a(int i, int j, int l) const {
-    Piece p;
-    if (pm_.size(i) == 0) return p;
-    for (int c = 0; c < g_.steps; ++c) {
-      const index_t kc = step_size(l, c), w = share(kc, g_.pn, j);
-      if (w > 0) p.col_runs.push_back({pk_.start(l) + step_begin(l, c) + share_begin(kc, g_.pn, j), w});
-    }
-    if (!p.col_runs.empty()) p.row_runs.push_back({pm_.start(i), pm_.size(i)});
-    else p = Piece();
-    return p;
-  }
-  Piece piece_b(int i, int j, int l) const {
-    return Piece::block(pk_.start(l), pk_.size(l), pn_.start(j) + share_begin(pn_.size(j), g_.pm, i),
-                        share(pn_.size(j), g_.pm, i));
-  }
-  Piece piece_c(int i, int j, int l) const {
-    return Piece::block(pm_.start(i), pm_.size(i), pn_.start(j) + share_begin(pn_.size(j), g_.pk, l),
-                        share(pn_.size(j), g_.pk, l));
-  }
-  GemmShape s_;
   CuboidGrid g_;
-  int P_, rank_;
-  Partition1D pm_, pn_, pk_;
+  int P_;
+  Partition1D pk_;
   bool active_ = false;
   int i_ = 0, j_ = 0, l_ = 0;
   Comm a_comm_, b_comm_, c_comm_;
-  Piece pa_, pb_, pc_;
   std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
   static constexpr std::size_t kNoPhase = ~std::size_t(0);
 };
 
 
-// The busiest rank's words for a grid (blocks rounded up): gathered (A and B) and reduced (C).
-struct GridWords {
-  double gathered, reduced;
+// A grid's busiest rank (blocks rounded up): its words, gathered (A and B) and reduced (C), and
+// its predicted seconds from its flops, words and messages (cost_model.hpp). A reduced word
+// costs its transfer and the pass that adds it in (read, add, write: priced as a second
+// transfer), which the ring reduce-scatter pays at every step.
+struct GridCost {
+  double words, seconds;
 };
-GridWords grid_words(GemmShape s, const CuboidGrid& g) {
+GridCost grid_cost(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
   const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
                kl = std::ceil(double(s.k) / g.pk);
-  return {mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm, mi * nj * (g.pk - 1) / g.pk};
-}
-
-// Predicted seconds of a grid: the busiest rank's flops, words and messages (cost_model.hpp).
-// A reduced word costs its transfer and the pass that adds it in (read, add, write: priced as a
-// second transfer), which the ring reduce-scatter pays at every step.
-double predicted(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
-  const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
-               kl = std::ceil(double(s.k) / g.pk);
-  const GridWords w = grid_words(s, g);
+  const double gathered = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm,
+               reduced = mi * nj * (g.pk - 1) / g.pk;
   const double msgs = g.steps * double((g.pn - 1) + (g.pm - 1)) + (g.pk - 1);
-  return mm.seconds(2 * mi * nj * kl, (w.gathered + 2 * w.reduced) * double(elem), msgs);
+  return {gathered + reduced, mm.seconds(2 * mi * nj * kl, (gathered + 2 * reduced) * double(elem), msgs)};
 }
 }  // namespace
 
@@ -362,40 +317,33 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
                        std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + (P == 1 ? " rank" : " ranks"));
     return std::make_unique<Cuboid>(world, s, g);
   }
-  struct Candidate {
-    CuboidGrid grid;
-    double seconds, words;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<CuboidGrid> grids;
+  std::vector<double> seconds, words;
   // Every grid of P or slightly fewer ranks (idle ranks pay off where P factors badly), no
   // dimension cut finer than it is long; the fewest k-steps that fit the memory.
   const int lowest = std::max(1, int(std::floor(0.75 * P)));
   for (int used = P; used >= 1; --used) {
-    if (used < lowest && !candidates.empty()) break;  // tiny shapes may fit only a few ranks
+    if (used < lowest && !grids.empty()) break;  // tiny shapes may fit only a few ranks
     for (int pm = 1; pm <= used; ++pm) {
       if (used % pm || pm > std::max<index_t>(s.m, 1)) continue;
       for (int pn = 1; pn <= used / pm; ++pn) {
         if ((used / pm) % pn || pn > std::max<index_t>(s.n, 1)) continue;
         const int pk = used / pm / pn;
         if (pk > std::max<index_t>(s.k, 1)) continue;
-        CuboidGrid g{pm, pn, pk, 1};
-        const index_t kl = (s.k + pk - 1) / pk;
-        if (o.cuboid_steps > 0) g.steps = o.cuboid_steps;
-        while (o.cuboid_steps == 0 && g.steps < std::max<index_t>(kl, 1) &&
-               cuboid_peak_words(s, g) * double(elem) > limit)
+        CuboidGrid g{pm, pn, pk, std::max(o.cuboid_steps, 1)};
+        const index_t kl = std::max<index_t>((s.k + pk - 1) / pk, 1);
+        while (o.cuboid_steps == 0 && g.steps < kl && cuboid_peak_words(s, g) * double(elem) > limit)
           g.steps *= 2;
-        g.steps = int(std::min<index_t>(g.steps, std::max<index_t>(kl, 1)));
-        const GridWords w = grid_words(s, g);
-        candidates.push_back({g, predicted(s, g, mm, elem), w.gathered + w.reduced});
+        g.steps = int(std::min<index_t>(g.steps, kl));
+        const GridCost cost = grid_cost(s, g, mm, elem);
+        grids.push_back(g), seconds.push_back(cost.seconds), words.push_back(cost.words);
       }
     }
   }
   // Communication-optimal first: of the grids predicted within kWordsFirst of the fastest, the
   // one that moves the fewest words (on a prime P often a grid of P - 1 ranks, where P ranks in
   // a line would move several times the lower bound).
-  std::vector<double> seconds, words;
-  for (const Candidate& c : candidates) seconds.push_back(c.seconds), words.push_back(c.words);
-  return std::make_unique<Cuboid>(world, s, candidates[words_first_choice(seconds, words)].grid);
+  return std::make_unique<Cuboid>(world, s, grids[words_first_choice(seconds, words)]);
 }
 
 }  // namespace distmm

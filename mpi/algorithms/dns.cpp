@@ -2,40 +2,32 @@
 // l = 0 holds A(i, j), B(i, j) and C(i, j) in q x q blocks. A(i, j) moves to plane j and B(i, j) to
 // plane i; in plane l, A(i, l) is broadcast along j and B(l, j) along i, so that rank (i, j, l)
 // computes A(i, l) B(l, j); the q partial products are summed along l back onto the base plane.
-#include <cmath>
-
 #include "algorithms.hpp"
+#include "classical.hpp"
 #include "../runtime/grid.hpp"
 
 namespace distmm {
 namespace {
 
-class Dns final : public AlgorithmBase<Dns> {
+class Dns final : public ClassicalAlgorithm<Dns> {
  public:
   Dns(const Comm& world, GemmShape s, int q)
-      : s_(s), q_(q), grid_(world, {q, q, q}, false), pm_{s.m, q}, pn_{s.n, q}, pk_{s.k, q} {
+      : ClassicalAlgorithm(s, q, q), q_(q), grid_(world, {q, q, q}, false), pk_{s.k, q} {
     int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     depth_ = grid_.along({2});  // fixed (i, j), rank = l
     row_ = grid_.along({1});    // fixed (i, l), rank = j
     col_ = grid_.along({0});    // fixed (j, l), rank = i
-    if (l == 0) {
-      pa_ = Piece::block(pm_.start(i), pm_.size(i), pk_.start(j), pk_.size(j));
-      pb_ = Piece::block(pk_.start(i), pk_.size(i), pn_.start(j), pn_.size(j));
-      pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
-    }
+    space_comms_ = {{&depth_, &dev_depth_}, {&row_, &dev_row_}, {&col_, &dev_col_}};
+    if (l == 0) set_blocks(i, j, pk_, pk_);
   }
 
   std::string name() const override { return "dns"; }
   std::string layout() const override { return grid_.shape() + " grid"; }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
-
-  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
-    index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
-    // base plane: own A, B, C plus the plane-0 copies; others: A, B and a partial C.
-    index_t words = 2 * mi * kl + 2 * kl * nj + 2 * mi * nj;
-    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, kl, dt);
+  // base plane: own A, B, C plus the plane-0 copies; others: A, B and a partial C.
+  index_t depth() const { return pk_.max_size(); }
+  double peak_words() const {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size(), kl = pk_.max_size();
+    return double(2 * mi * kl + 2 * kl * nj + 2 * mi * nj);
   }
 
   CommEstimate analytic() const override {
@@ -54,13 +46,6 @@ class Dns final : public AlgorithmBase<Dns> {
     return acc.done(q_ * q_ * q_);
   }
 
-  // One schedule for host and device memory, each step's transfers on the comm lane (DNS has
-  // no steps to overlap: the product needs both broadcasts, and the reduction needs the product).
-  static constexpr bool kOneSchedule = true;
-  void prepare_comms(DeviceSpace& sp) override {
-    if (!dev_depth_) dev_depth_ = sp.comm(depth_), dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
-  }
-  void forget_comms() override { dev_depth_.reset(), dev_row_.reset(), dev_col_.reset(); }
   // This rank's A(i, l) and B(l, j), and off the base plane its partial product.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
@@ -68,12 +53,12 @@ class Dns final : public AlgorithmBase<Dns> {
     return {std::size_t(mi * kl) * size_of(dt), std::size_t(kl * nj) * size_of(dt),
             l != 0 ? std::size_t(mi * nj) * size_of(dt) : 0};
   }
-  GemmShape device_gemm_shape() const override { return {pm_.max_size(), pn_.max_size(), pk_.max_size()}; }
 
+  // One schedule for host and device memory, each step's transfers on the comm lane (DNS has
+  // no steps to overlap: the product needs both broadcasts, and the reduction needs the product).
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
-    using Lane = DeviceSpace::Lane;
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
     T* a = device_buffer<T>(0);
@@ -97,9 +82,8 @@ class Dns final : public AlgorithmBase<Dns> {
     sp.compute_waits_for_comm();
     step_done(2, 3);
     // 3. Multiply, and sum the q partial products onto the base plane.
-    T* out = C.data;
-    index_t ldo = C.ld;
-    if (l != 0) out = device_buffer<T>(2), ldo = std::max<index_t>(mi, 1);
+    T* out = l != 0 ? device_buffer<T>(2) : C.data;
+    const index_t ldo = l != 0 ? std::max<index_t>(mi, 1) : C.ld;
     sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, a, std::max<index_t>(mi, 1), b, std::max<index_t>(kl, 1),
                l == 0 ? beta : T(0), out, ldo);
     sp.comm_waits_for_compute();
@@ -109,12 +93,10 @@ class Dns final : public AlgorithmBase<Dns> {
   }
 
  private:
-  GemmShape s_;
   int q_;
   CartGrid grid_;
   Comm depth_, row_, col_;
-  Partition1D pm_, pn_, pk_;
-  Piece pa_, pb_, pc_;
+  Partition1D pk_;
   std::unique_ptr<DeviceComm> dev_depth_, dev_row_, dev_col_;  // destroyed before their Comms
 };
 

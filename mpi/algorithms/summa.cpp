@@ -4,9 +4,10 @@
 // The next panel's broadcasts are posted before the current multiply (double buffering).
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
+#include <numeric>
 
 #include "algorithms.hpp"
+#include "classical.hpp"
 #include "../runtime/grid.hpp"
 #include "../runtime/pipeline.hpp"
 
@@ -18,23 +19,20 @@ struct Panel {
   int owner_col, owner_row;  // grid column holding A's columns, grid row holding B's rows
 };
 
-class Summa final : public AlgorithmBase<Summa> {
+class Summa final : public ClassicalAlgorithm<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : s_(s),
-        device_resident_(o.device_resident),
+      : ClassicalAlgorithm(s, pr, pc),
         inputs_at_home_(o.inputs_at_home),
         grid_(world, {pr, pc}, false),
-        pm_{s.m, pr},
-        pn_{s.n, pc},
+        i_(grid_.coord(0)),
+        j_(grid_.coord(1)),
         pka_{s.k, pc},
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
-    int i = grid_.coord(0), j = grid_.coord(1);
-    pa_ = Piece::block(pm_.start(i), pm_.size(i), pka_.start(j), pka_.size(j));
-    pb_ = Piece::block(pkb_.start(i), pkb_.size(i), pn_.start(j), pn_.size(j));
-    pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+    space_comms_ = {{&row_, &dev_row_}, {&col_, &dev_col_}};
+    set_blocks(i_, j_, pka_, pkb_);
     // Default panel: one owner's whole block of k (up to 4096). Wide panels mean few passes over
     // the local C, whose read-modify-write traffic is what limits many ranks sharing a memory bus.
     width_ = o.panel > 0 ? o.panel
@@ -46,11 +44,12 @@ class Summa final : public AlgorithmBase<Summa> {
     if (o.device_resident && o.panel <= 0) {
       width_ = std::max<index_t>(s.k, 1);
       const index_t mi = pm_.max_size(), nj = pn_.max_size();
-      auto bytes = [&](index_t w) {
-        return double(panel_buffer_words(mi, nj, w)) * size_of(o.dtype) +
-               (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
+      // Buffers of `words` and the engine's workspace for a product of depth w.
+      auto bytes = [&](double words, index_t w) {
+        return words * size_of(o.dtype) + (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
       };
-      while (o.device_limit > 0 && width_ > 256 && bytes(width_) > double(o.device_limit))
+      while (o.device_limit > 0 && width_ > 256 &&
+             bytes(total_words(mi, nj, width_, false), width_) > double(o.device_limit))
         width_ = (width_ + 1) / 2;
       // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
       // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
@@ -63,10 +62,9 @@ class Summa final : public AlgorithmBase<Summa> {
       const double home = !inputs_at_home_ ? 0.0
                           : ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
                                 double(s.k) / double(pr * pc);
-      const double whole = (double(whole_k_buffer_words(mi, nj)) - home) * size_of(o.dtype) +
-                           (o.engine ? double(o.engine->workspace_bytes(mi, nj, s.k, o.dtype)) : 0.0);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
-                 (o.device_limit == 0 || whole <= double(o.device_limit));
+                 (o.device_limit == 0 ||
+                  bytes(double(total_words(mi, nj, s.k, true)) - home, s.k) <= double(o.device_limit));
       if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
     // Panels never straddle an owner boundary of A's columns or B's rows.
@@ -84,15 +82,10 @@ class Summa final : public AlgorithmBase<Summa> {
     return grid_.shape() + " grid, " + std::to_string(panels_.size()) + " panels of <= " +
            std::to_string(width_) + (whole_k_ ? ", gathered into one whole-k product" : "");
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
-
-  std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
-    index_t mi = pm_.max_size(), nj = pn_.max_size(), w = std::min(width_, s_.k);
-    const index_t buffers = whole_k_ ? whole_k_buffer_words(mi, nj) : panel_buffer_words(mi, nj, w);
-    index_t words = mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + buffers;
-    return static_cast<std::size_t>(words) * size_of(dt) + e.workspace_bytes(mi, nj, w, dt);
+  index_t depth() const { return std::min(width_, s_.k); }  // of the widest panel
+  double peak_words() const {
+    const index_t mi = pm_.max_size(), nj = pn_.max_size();
+    return double(mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + total_words(mi, nj, depth(), whole_k_));
   }
 
   CommEstimate analytic() const override {
@@ -109,58 +102,39 @@ class Summa final : public AlgorithmBase<Summa> {
     return acc.done(grid_.dim(0) * grid_.dim(1));
   }
 
-  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
-  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
-  // current panel's product runs on the compute lane.
-  static constexpr bool kOneSchedule = true;
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
   std::optional<KPrefix> k_prefix() const override {
     const std::size_t t = first_rest_panel();
     if (t == 0) return std::nullopt;
-    const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t ks = panels_[t].k0;
-    return KPrefix{std::clamp<index_t>(ks - pka_.start(j), 0, pka_.size(j)),
-                   std::clamp<index_t>(ks - pkb_.start(i), 0, pkb_.size(i))};
+    return KPrefix{std::clamp<index_t>(ks - pka_.start(j_), 0, pka_.size(j_)),
+                   std::clamp<index_t>(ks - pkb_.start(i_), 0, pkb_.size(i_))};
   }
-  void prepare_comms(DeviceSpace& sp) override {
-    if (!dev_row_) dev_row_ = sp.comm(row_), dev_col_ = sp.comm(col_);
-  }
-  void forget_comms() override { dev_row_.reset(), dev_col_.reset(); }
-  // Two panels each of A (when broadcast along rows) and of B (along columns).
-  // Whole-k: A's row of blocks, B's column of blocks and one panel of B to receive into.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
-    const index_t mi = pm_.size(grid_.coord(0)), nj = pn_.size(grid_.coord(1)), w = std::min(width_, s_.k);
-    if (whole_k_) {
-      const std::size_t e = size_of(dt);
-      return {broadcasts_a() ? std::size_t(mi * s_.k) * e : 0, broadcasts_b() ? std::size_t(s_.k * nj) * e : 0,
-              broadcasts_b() ? std::size_t(pkb_.max_size() * nj) * e : 0};
-    }
-    const std::size_t a = broadcasts_a() ? std::size_t(mi * w) * size_of(dt) : 0,
-                      b = broadcasts_b() ? std::size_t(w * nj) * size_of(dt) : 0;
-    return {a, a, b, b};
-  }
-  GemmShape device_gemm_shape() const override {
-    return {pm_.max_size(), pn_.max_size(), std::min(width_, s_.k)};
+    std::vector<std::size_t> bytes;
+    for (index_t w : buffer_words(pm_.size(i_), pn_.size(j_), depth(), whole_k_))
+      bytes.push_back(std::size_t(w) * size_of(dt));
+    return bytes;
   }
   // This rank's blocks live where the whole-k gathers land them (gathered_place), so that
   // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
   // before the product starts) nor a second copy of the block is needed.
   std::optional<DeviceHome> device_home(Input which) const override {
-    if (!device_resident_ || !inputs_at_home_ || !whole_k_) return std::nullopt;
-    if (which == Input::a && broadcasts_a()) return gathered_place(Input::a);
-    if (which == Input::b && broadcasts_b()) return gathered_place(Input::b);
-    return std::nullopt;
+    if (!inputs_at_home_ || !whole_k_ || !(which == Input::a ? broadcasts_a() : broadcasts_b()))
+      return std::nullopt;
+    return gathered_place(which);
   }
 
+  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
+  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
+  // current panel's product runs on the compute lane.
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                   MatrixView<T> C) {
-    using Lane = DeviceSpace::Lane;
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j);
-    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
-    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
+    const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
+    const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
     T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     StepOperands<T> ops[2];
@@ -168,17 +142,17 @@ class Summa final : public AlgorithmBase<Summa> {
     auto post = [&](std::size_t t, int slot) {
       const Panel& p = panels_[t];
       StepOperands<T>& o = ops[slot];
-      if (j == p.owner_col && (!along_rows || A.ld == mi)) {
+      if (j_ == p.owner_col && (!along_rows || A.ld == mi)) {
         o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
       } else {
-        if (j == p.owner_col) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        if (j_ == p.owner_col) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
         o.a = abuf[slot], o.lda = mi;
       }
       if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.owner_col);
-      if (i == p.owner_row && !along_cols) {
+      if (i_ == p.owner_row && !along_cols) {
         o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
       } else {
-        if (i == p.owner_row) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        if (i_ == p.owner_row) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
         o.b = bbuf[slot], o.ldb = p.width;
       }
       if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
@@ -208,10 +182,8 @@ class Summa final : public AlgorithmBase<Summa> {
   // Where the whole-k gathers land this rank's block: A's columns at their k offset in buffer 0
   // (ld mi), B's rows at theirs in buffer 1 (ld k).
   DeviceHome gathered_place(Input which) const {
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    if (which == Input::b) return {1, std::size_t(pkb_.start(i)), std::max<index_t>(s_.k, 1)};
-    const index_t mi = pm_.size(i);
-    return {0, std::size_t(pka_.start(j) * mi), std::max<index_t>(mi, 1)};
+    if (which == Input::b) return {1, std::size_t(pkb_.start(i_)), std::max<index_t>(s_.k, 1)};
+    return {0, std::size_t(pka_.start(j_) * pm_.size(i_)), std::max<index_t>(pm_.size(i_), 1)};
   }
 
   // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
@@ -219,10 +191,8 @@ class Summa final : public AlgorithmBase<Summa> {
   template <class T>
   void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
                           MatrixView<T> C) {
-    using Lane = DeviceSpace::Lane;
-    const int i = grid_.coord(0), j = grid_.coord(1);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), k = s_.k;
-    const index_t ka0 = pka_.start(j), kb0 = pkb_.start(i);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), k = s_.k;
+    const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     T* afull = along_rows ? device_buffer<T>(0) : nullptr;
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;
@@ -243,7 +213,7 @@ class Summa final : public AlgorithmBase<Summa> {
       // sends at once (on two GPUs both NVLink directions work, not one after the other).
       if (along_rows) {
         for (std::size_t t = t0; t < t1 && !own_a_in_place; ++t)
-          if (const Panel& p = panels_[t]; j == p.owner_col)
+          if (const Panel& p = panels_[t]; j_ == p.owner_col)
             sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
         dev_row_->group_start();
         for (std::size_t t = t0; t < t1; ++t) dev_row_->broadcast(afull + panels_[t].k0 * mi, mi * panels_[t].width, panels_[t].owner_col);
@@ -252,9 +222,9 @@ class Summa final : public AlgorithmBase<Summa> {
       for (std::size_t t = t0; t < t1; ++t) {
         const Panel& p = panels_[t];
         if (along_cols) {
-          if (i == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+          if (i_ == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
           dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
-          if (!(b_at_home && i == p.owner_row)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+          if (!(b_at_home && i_ == p.owner_row)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
         }
         step_done(static_cast<int>(t + 1), steps);
       }
@@ -272,11 +242,11 @@ class Summa final : public AlgorithmBase<Summa> {
       // starts on them while the others arrive (gemm_pending_a: gpu-winograd's top level begins
       // with the two of its seven products that read one k-half of A alone, which on a 1 x 2
       // grid is this rank's). Other engines wait for the gather, as before.
-      if (!a_at_home) sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j), Lane::compute);
+      if (!a_at_home) sp.copy(afull + ka0 * mi, mi, A.data, A.ld, mi, pka_.size(j_), Lane::compute);
       sp.comm_waits_for_compute();  // the operands are ready, this rank's columns in place
       gather(0, panels_.size(), true);
       sp.gemm_pending_a({dtype_of<T>(), Op::N, Op::N, mi, nj, k, &alpha, afull, lda, B.data, ldb, &beta, C.data, C.ld},
-                        ka0, ka0 + pka_.size(j));
+                        ka0, ka0 + pka_.size(j_));
       step_done(steps, steps);
       return;
     }
@@ -302,17 +272,21 @@ class Summa final : public AlgorithmBase<Summa> {
     step_done(steps, steps);
   }
 
-  // Words of the double-buffered panels of width w. A panel that is not broadcast (one grid
-  // column for A, one grid row for B) is read in place, so it needs no buffer (counting one
-  // anyway halved a single GPU's whole-k product where the buffers would not fit).
   bool broadcasts_a() const { return grid_.dim(1) > 1; }  // along process rows
   bool broadcasts_b() const { return grid_.dim(0) > 1; }  // along process columns
-  // Words of the whole-k gather: A's row of blocks, B's column of blocks and one B panel.
-  index_t whole_k_buffer_words(index_t mi, index_t nj) const {
-    return (broadcasts_a() ? mi * s_.k : 0) + (broadcasts_b() ? (s_.k + pkb_.max_size()) * nj : 0);
+  // The device multiply's buffers, words each, for an mi x nj block of C: two panels of width w
+  // each of A (when broadcast along rows) and of B (along columns); whole-k, A's row of blocks,
+  // B's column of blocks and one panel of B to receive into. A panel that is not broadcast (one
+  // grid column for A, one grid row for B) is read in place, so it needs no buffer (counting one
+  // anyway halved a single GPU's whole-k product where the buffers would not fit).
+  std::vector<index_t> buffer_words(index_t mi, index_t nj, index_t w, bool whole_k) const {
+    const index_t a = broadcasts_a() ? mi : 0, b = broadcasts_b() ? nj : 0;
+    if (whole_k) return {a * s_.k, s_.k * b, pkb_.max_size() * b};
+    return {a * w, a * w, w * b, w * b};
   }
-  index_t panel_buffer_words(index_t mi, index_t nj, index_t w) const {
-    return 2 * ((broadcasts_a() ? mi * w : 0) + (broadcasts_b() ? w * nj : 0));
+  index_t total_words(index_t mi, index_t nj, index_t w, bool whole_k) const {
+    const std::vector<index_t> words = buffer_words(mi, nj, w, whole_k);
+    return std::accumulate(words.begin(), words.end(), index_t(0));
   }
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.
@@ -323,14 +297,12 @@ class Summa final : public AlgorithmBase<Summa> {
     return best;
   }
 
-  GemmShape s_;
-  bool device_resident_;  // buffers on the rank's GPU
-  bool inputs_at_home_;   // the caller places A and B where device_home() says
+  bool inputs_at_home_;  // the caller places A and B where device_home() says
   CartGrid grid_;
+  int i_, j_;  // this rank's grid coordinates
   Comm row_, col_;
   std::unique_ptr<DeviceComm> dev_row_, dev_col_;
-  Partition1D pm_, pn_, pka_, pkb_;
-  Piece pa_, pb_, pc_;
+  Partition1D pka_, pkb_;
   index_t width_ = 512;
   bool whole_k_ = false;  // device-resident, Strassen-like engine: one gathered product
   std::vector<Panel> panels_;
