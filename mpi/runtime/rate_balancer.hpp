@@ -1,8 +1,8 @@
 // One rate balancer for every schedule that deals work by measured speed (CAPS's dealt rounds,
 // the drop-in's k-split): given each rank's measured seconds per unit of work, move work items
 // so that the ranks finish together. Equal work does not take equal time: on a shared host the
-// same single-threaded product took 0.54-0.98 s on different cores (docs/performance.md), and a
-// schedule ends with its slowest rank. It knows nothing of the schedules: a schedule says what
+// same single-threaded product runs at unequal speeds on different cores (docs/performance.md,
+// the drop-in's k-split), and a schedule ends with its slowest rank. It knows nothing of the schedules: a schedule says what
 // each rank still has to do and which items it could give; the balancer predicts the finishes
 // and chooses the moves. Every rank that calls it with the same numbers gets the same answer, so
 // the ranks agree on a plan without another message.
