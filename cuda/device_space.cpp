@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "../mpi/runtime/nccl_comm.hpp"
@@ -23,6 +24,32 @@
 
 namespace distmm {
 namespace {
+
+// NCCL communicators by GPU and by their members' world ranks (in rank order), kept for the
+// process. Initialising one costs a collective and hundreds of milliseconds, and every plan
+// over the same ranks (each Python matmul call, each test), a streamed run's stages and an
+// algorithm's row and column groups would pay it again. One communicator serves all: every
+// space queues its NCCL work on its own comm stream in the same order on every member, and a
+// space's work is finished before another's starts (execute and run synchronize). Freed at
+// MPI_Finalize, which deletes MPI_COMM_SELF's attributes first, in key order on every rank.
+struct NcclCache {
+  std::mutex mutex;
+  std::map<std::pair<int, std::vector<int>>, std::shared_ptr<NcclComm>> comms;
+};
+NcclCache& nccl_cache() {
+  static NcclCache* const cache = [] {
+    auto* c = new NcclCache;
+    int key = MPI_KEYVAL_INVALID;
+    auto free_cache = [](MPI_Comm, int, void* v, void*) {
+      delete static_cast<NcclCache*>(v);
+      return MPI_SUCCESS;
+    };
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_cache, &key, nullptr);
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, c);
+    return c;
+  }();
+  return *cache;
+}
 
 // NCCL between the ranks' GPUs, on the space's comm stream. The NCCL communicator may be
 // shared with other DeviceComms over the same ranks (GpuDeviceSpace::comm).
@@ -198,9 +225,6 @@ class GpuDeviceSpace final : public DeviceSpace {
   }
   ~GpuDeviceSpace() override {
     cudaDeviceSynchronize();
-    // The communicators this space still holds, in key order: the same order on every member,
-    // should destroying one wait for its peers.
-    for (auto& entry : nccl_comms_) entry.second.reset();
   }
   std::string transport() const override { return transport_; }
 
@@ -249,6 +273,8 @@ class GpuDeviceSpace final : public DeviceSpace {
   // The cache holds a key exactly where every member created it (collectively), so the members
   // agree on whether to make one.
   std::shared_ptr<NcclComm> nccl_for(const Comm& c) {
+    NcclCache& cache = nccl_cache();
+    const std::lock_guard<std::mutex> lock(cache.mutex);
     MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
     MPI_Comm_group(c.get(), &group);
     MPI_Comm_group(MPI_COMM_WORLD, &world);
@@ -256,7 +282,7 @@ class GpuDeviceSpace final : public DeviceSpace {
     for (int r = 0; r < c.size(); ++r) local[std::size_t(r)] = r;
     MPI_Group_translate_ranks(group, c.size(), local.data(), world, key.data());
     MPI_Group_free(&group), MPI_Group_free(&world);
-    auto& slot = nccl_comms_[key];
+    auto& slot = cache.comms[{device_, key}];
     if (!slot) slot = std::make_shared<NcclComm>(c);
     return slot;
   }
@@ -505,11 +531,6 @@ class GpuDeviceSpace final : public DeviceSpace {
   std::string transport_;
   std::unique_ptr<CudaStream> comm_stream_, aux_stream_, transfer_stream_;
   std::unique_ptr<CudaEvent> to_comm_, to_compute_;
-  // NCCL communicators by their members' world ranks, in rank order. Initialising one costs a
-  // collective and hundreds of milliseconds, and a streamed run's stage algorithms (or an
-  // algorithm's row and column groups) often span the same ranks. Every use is on comm_stream_,
-  // in the same order on every member, so one communicator serves them all.
-  std::map<std::vector<int>, std::shared_ptr<NcclComm>> nccl_comms_;
   DeviceBuffer<double> vec_;
   std::unique_ptr<CublasHandle> blas_;  // blas(): scale_add's geam, max_abs's amax
   PinnedBuffer<unsigned char> stage_[2];  // upload/download chunks
