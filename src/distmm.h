@@ -25,12 +25,14 @@
  * no communicator to agree on: a NULL plan handle, and MPI not initialised or a null communicator.
  *
  * Device (GPU) memory: distmm_layout_set_memory(layout, DISTMM_MEMORY_DEVICE) says the matrix's
- * base pointers on every rank are device pointers (the layout's offsets count from them). A
- * plan takes all three matrices on the device (a mix of host and device memory is refused with
- * DISTMM_ERR_UNSUPPORTED): it redistributes and multiplies on the GPUs (NCCL between them, or
- * MPI through pinned memory), nothing through the host; the engine is "cublas" on the calling
- * thread's current GPU unless engine= names another GPU engine. The buffers must be ready when
- * distmm_plan_execute is called; it returns when C is written. A build without CUDA refuses
+ * base pointers on every rank are device pointers (the layout's offsets count from them). Where
+ * any matrix is on the device, a plan redistributes and multiplies on the GPUs (NCCL between them,
+ * or MPI through pinned memory); a matrix left in host memory is staged through a device copy of
+ * the rank's storage (A and B uploaded, C uploaded where beta != 0 and downloaded back). The
+ * engine is "cublas" on the calling thread's current GPU unless engine= names another GPU engine.
+ * The buffers must be ready when distmm_plan_execute is called; it returns when C is written. The
+ * plan allocates every buffer execute uses: a rank out of GPU memory fails distmm_plan_create on
+ * every rank (DISTMM_ERR_USAGE), not an execution. A build without CUDA refuses
  * device memory with DISTMM_ERR_UNSUPPORTED (distmm_device_support() says which build this is).
  * The option emulate_device=1 takes host pointers as an emulated device's memory (a host engine):
  * the device path tested without a GPU.
@@ -63,7 +65,7 @@ enum {
   DISTMM_ERR_USAGE = 3,       /* an option that does not fit: unknown algorithm or engine, rank count */
   DISTMM_ERR_MEMORY = 4,      /* out of memory */
   DISTMM_ERR_MPI = 5,         /* MPI not initialised, a null communicator */
-  DISTMM_ERR_UNSUPPORTED = 6, /* memories not taken: host and device mixed, device without CUDA */
+  DISTMM_ERR_UNSUPPORTED = 6, /* memories not taken: device on some ranks only, device without CUDA */
   DISTMM_ERR_INTERNAL = 7     /* anything else (a bug: please report the message) */
 };
 

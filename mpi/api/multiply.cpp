@@ -21,14 +21,20 @@ struct MultiplyPlan::Impl {
   bool conj_a = false, conj_b = false;
   std::unique_ptr<Engine> own_engine;
   Engine* engine = nullptr;
-  bool device = false;  // A, B and C in the device space's memory
+  bool device = false;  // the plan runs in a device space (A, B or C in device memory)
+  // A, B, C in host memory in a device plan (mixed memories): copied through stage[i], a device
+  // buffer laid out as this rank's storage of it (its tiles, at the same offsets).
+  std::array<bool, 3> staged{};
+  std::array<RankTiles, 3> tiles;  // this rank's tiles of A, B, C as stored (op(A), op(B))
   // Where the redistribution runs (and, on a device, the algorithm): the engine's host space,
   // its GPU's space or the emulated device; declared before what lives in it.
   std::unique_ptr<DeviceSpace> space;
   std::unique_ptr<DeviceComm> dcomm;  // over comm
   Redistribution::Scratch scratch;
   DeviceBlock abuf, bbuf, cbuf;  // the operands not used in place (kept between executes)
+  std::array<DeviceBlock, 3> stage;  // the staged matrices' device copies
   std::unique_ptr<DistAlgorithm> algo;  // null where m, n or k is 0
+  bool algo_in_space = false;  // the algorithm multiplies in `space` (its buffers reserved there)
   Piece pa, pb, pc;
   ResolvedLayout lc;  // C as the caller holds it (k = 0 scales it)
   Redistribution ra, rb, rc;
@@ -37,15 +43,20 @@ struct MultiplyPlan::Impl {
   index_t held = 0, held_identity = 0;
   MovedWords moved, moved_max, moved_total;
   std::size_t memory = 0;
+
+  std::size_t staged_bytes() const;
+  void reserve_buffers();
+  void stage_in(const void*& A, const void*& B, void*& C, const void* beta);
+  void stage_out(void* C);
 };
 
 namespace {
 
 std::string dims(index_t r, index_t c) { return std::to_string(r) + " x " + std::to_string(c); }
 
-// The memory all three matrices are in (collective): the same for each matrix on every rank,
-// and one for the three, else MemoryUnsupported with the same message on every rank.
-Memory memory_of(const Layout& la, const Layout& lb, const Layout& lc, const Comm& comm) {
+// Where each of A, B and C is (collective): the same for each matrix on every rank, else
+// MemoryUnsupported with the same message on every rank.
+std::array<Memory, 3> memories_of(const Layout& la, const Layout& lb, const Layout& lc, const Comm& comm) {
   int v[6];
   const Layout* ls[3] = {&la, &lb, &lc};
   for (int i = 0; i < 3; ++i) v[i] = ls[i]->memory() == Memory::device, v[3 + i] = -v[i];
@@ -55,15 +66,39 @@ Memory memory_of(const Layout& la, const Layout& lb, const Layout& lc, const Com
       throw MemoryUnsupported(std::string("distmm::multiply: ") + "ABC"[i] +
                               " is in GPU memory on some ranks and in host memory on others: describe it alike on "
                               "every rank (Layout::with_memory)");
-  if (v[0] == v[1] && v[1] == v[2]) return v[0] ? Memory::device : Memory::host;
-  std::string dev, host;
-  for (int i = 0; i < 3; ++i) {
-    std::string& to = v[i] ? dev : host;
-    to += std::string(to.empty() ? "" : ", ") + "ABC"[i];
+  return {v[0] ? Memory::device : Memory::host, v[1] ? Memory::device : Memory::host,
+          v[2] ? Memory::device : Memory::host};
+}
+
+// "A", "A and C", "A, B and C": the matrices where pick[i].
+std::string names(const std::array<bool, 3>& pick) {
+  std::vector<std::string> n;
+  for (int i = 0; i < 3; ++i)
+    if (pick[std::size_t(i)]) n.emplace_back(1, "ABC"[i]);
+  std::string s;
+  for (std::size_t i = 0; i < n.size(); ++i) s += (i == 0 ? "" : i + 1 == n.size() ? " and " : ", ") + n[i];
+  return s;
+}
+
+// Elements from this rank's base pointer that its tiles reach (padding between them included).
+index_t extent(const RankTiles& tiles) {
+  index_t e = 0;
+  for (const Tile& t : tiles) {
+    const index_t r = Tile::total(t.rows), c = Tile::total(t.cols);
+    if (r > 0 && c > 0) e = std::max(e, t.addr(r - 1, c - 1) + 1);
   }
-  throw MemoryUnsupported("distmm::multiply: " + dev + " in GPU memory but " + host +
-                          " in host memory: A, B and C must all be in host memory or all in GPU memory (mixed "
-                          "memories are not taken yet); copy the host ones to the GPU or the GPU ones to the host");
+  return e;
+}
+
+// f(offset, ld, rows, cols) for each tile's storage as a column-major block (a row-major tile's
+// transpose): what a staged matrix copies, its elements and nothing between them.
+template <class F>
+void for_each_storage(const RankTiles& tiles, F&& f) {
+  for (const Tile& t : tiles) {
+    const bool col = t.order == StorageOrder::col_major;
+    const index_t r = Tile::total(col ? t.rows : t.cols), n = Tile::total(col ? t.cols : t.rows);
+    if (r > 0 && n > 0) f(t.offset, t.ld, r, n);
+  }
 }
 
 MovedWords reduce(const MovedWords& w, const Comm& comm, MPI_Op op) {
@@ -104,7 +139,12 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   error = x.comm.first_error(error);
   if (!error.empty()) throw std::invalid_argument("distmm::multiply: " + error);
 
-  x.device = memory_of(la, lb, lc, x.comm) == Memory::device;
+  const std::array<Memory, 3> mem = memories_of(la, lb, lc, x.comm);
+  std::array<bool, 3> on_device{};
+  for (std::size_t i = 0; i < 3; ++i) on_device[i] = mem[i] == Memory::device;
+  x.device = on_device[0] || on_device[1] || on_device[2];
+  for (std::size_t i = 0; i < 3; ++i) x.staged[i] = x.device && !on_device[i];
+  const std::string dev = names(on_device), is = on_device[0] + on_device[1] + on_device[2] > 1 ? " are" : " is";
   const bool emulated = x.device && options.emulate_device;
   std::string engine_name = options.engine;
   if (engine_name.empty()) engine_name = x.device && !emulated && gpu_support_built() ? "cublas" : "blas";
@@ -119,24 +159,34 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
       why = "emulate_device takes host memory as the device's and a host engine's products: engine " +
             x.engine->name() + " is a GPU engine; choose a host engine (e.g. blas)";
     else if (!emulated && !gpu_support_built())
-      why = "the matrices are in GPU memory but this build of distmm has no CUDA: rebuild with -DDISTMM_CUDA=ON, or "
-            "copy them to the host and describe the host copies";
+      why = dev + is + " in GPU memory but this build of distmm has no CUDA: rebuild with -DDISTMM_CUDA=ON, or "
+            "copy " + (is == " is" ? "it" : "them") + " to the host and describe the host copies";
     else if (!emulated && !gpu_engine)
-      why = "the matrices are in GPU memory but engine " + x.engine->name() +
+      why = dev + is + " in GPU memory but engine " + x.engine->name() +
             " computes on the host: name a GPU engine (e.g. cublas), or describe host copies";
     why = x.comm.first_error(why);
     if (!why.empty()) throw MemoryUnsupported("distmm::multiply: " + why);
   }
   // The space of the redistribution (and, for device memory, of the algorithm); collective.
   if (!x.device) x.space = make_host_space(*x.engine);
-  else if (emulated) x.space = make_emulated_device_space(*x.engine, available_memory_bytes() / std::size_t(std::max(1, node_local_size(x.comm))));
+  else if (emulated) {
+    const std::size_t share = available_memory_bytes() / std::size_t(std::max(1, node_local_size(x.comm)));
+    const std::size_t budget = options.emulated_device_bytes;
+    x.space = make_emulated_device_space(*x.engine, budget ? budget : share, budget > 0);
+  }
   else x.space = make_device_space(*x.engine, x.comm, ranks_sharing_gpu(x.comm));
   if (!x.space) throw MemoryUnsupported("distmm::multiply: no device space for engine " + x.engine->name());
   x.dcomm = x.space->comm(x.comm);
   x.ranks.resize(static_cast<std::size_t>(P));
   std::iota(x.ranks.begin(), x.ranks.end(), 0);
+  x.tiles = {ra.ranks[std::size_t(me)], rb.ranks[std::size_t(me)], x.lc.ranks[std::size_t(me)]};
   const GemmShape s = x.shape;
-  if (s.m == 0 || s.n == 0 || s.k == 0) return;  // nothing to multiply (k = 0: C = beta C)
+  if (s.m == 0 || s.n == 0 || s.k == 0) {  // nothing to multiply (k = 0: C = beta C)
+    x.staged[0] = x.staged[1] = false;     // A and B are not read
+    x.reserve_buffers();
+    x.memory = static_cast<std::size_t>(x.comm.allreduce_max_uncounted(double(x.staged_bytes())));
+    return;
+  }
 
   AlgoOptions o = options.algo;
   o.dtype = dt;
@@ -218,7 +268,96 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   if (!x.ip_c) bytes += double(x.pc.rows() * x.pc.cols()) * elem;
   bytes += double(std::max({x.ra.sent() + x.ra.received(), x.rb.sent() + x.rb.received(),
                             x.rc.sent() + x.rc.received()})) * elem;
+  bytes += double(x.staged_bytes());
   x.memory = static_cast<std::size_t>(x.comm.allreduce_max_uncounted(bytes));
+
+  // The algorithm in the plan's space (host memory too, where it has a schedule over a space:
+  // the same schedule multiply_call runs), so that its buffers are reserved with the plan's.
+  x.algo_in_space = x.algo->runs_on_device();
+  if (x.algo_in_space) x.algo->prepare_device(*x.space);  // its communicators (collective)
+  x.reserve_buffers();
+}
+
+std::size_t MultiplyPlan::Impl::staged_bytes() const {
+  std::size_t b = 0;
+  for (std::size_t i = 0; i < 3; ++i)
+    if (staged[i]) b += std::size_t(extent(tiles[i])) * size_of(dtype);
+  return b;
+}
+
+// Every buffer execute() uses, allocated now (collective): a rank that cannot allocate one says
+// so and every rank throws the same UsageError, so execute() allocates nothing (no rank fails
+// alone there while the others wait in the redistribution's collectives). A plan has one dtype.
+void MultiplyPlan::Impl::reserve_buffers() {
+  std::string failed;
+  try {
+    const std::size_t e = size_of(dtype);
+    auto block = [&](DeviceBlock& b, std::size_t bytes) { reserve(*space, b, bytes); };
+    for (std::size_t i = 0; i < 3; ++i)
+      if (staged[i]) block(stage[i], std::size_t(extent(tiles[i])) * e);
+    if (algo) {
+      if (!ip_a) block(abuf, std::size_t(pa.rows() * pa.cols()) * e);
+      if (!ip_b) block(bbuf, std::size_t(pb.rows() * pb.cols()) * e);
+      if (!ip_c) block(cbuf, std::size_t(pc.rows() * pc.cols()) * e);
+      // One scratch for the three redistributions, as large as the largest needs.
+      block(scratch.send, std::size_t(std::max({ra.sent(), rb.sent(), rc.sent()})) * e);
+      block(scratch.recv, std::size_t(std::max({ra.received(), rb.received(), rc.received()})) * e);
+      if (algo_in_space) algo->reserve_device(*space, dtype);
+    }
+    // A GPU's synchronous copies go through pinned host chunks allocated at its first copy
+    // (cuda/device_space.cpp, up to 64 MiB of columns): taken now, by copying each staged
+    // matrix's widest part once.
+    if (!space->on_host())
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (!staged[i]) continue;
+        index_t at = 0, ld = 1, rows = 0, cols = 0;
+        std::size_t most = 0;
+        for_each_storage(tiles[i], [&](index_t off, index_t l, index_t r, index_t n) {
+          const std::size_t col = std::size_t(r) * e;
+          const index_t w = std::min<index_t>(n, std::max<index_t>(1, index_t((std::size_t(64) << 20) / col)));
+          if (col * std::size_t(w) > most) most = col * std::size_t(w), at = off, ld = l, rows = r, cols = w;
+        });
+        std::vector<unsigned char> host(most);
+        if (most) space->download(host.data(), rows, stage[i].as<char>() + std::size_t(at) * e, ld, rows, cols, e);
+      }
+  } catch (const std::exception& ex) {
+    failed = "rank " + std::to_string(comm.rank()) + " cannot allocate the plan's buffers: " + ex.what();
+  }
+  failed = comm.first_error(failed);
+  if (!failed.empty()) throw UsageError("distmm::multiply: " + failed);
+}
+
+// The staged matrices' tiles into their device copies (C only where beta != 0: beta = 0 never
+// reads it), and the copies' pointers in place of the caller's.
+void MultiplyPlan::Impl::stage_in(const void*& A, const void*& B, void*& C, const void* beta) {
+  const std::size_t e = size_of(dtype);
+  const bool read_c = dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return *static_cast<const T*>(beta) != T(0);
+  });
+  const void* from[3] = {A, B, C};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (!staged[i]) continue;
+    char* to = stage[i].as<char>();
+    if (i < 2 || read_c)
+      for_each_storage(tiles[i], [&](index_t off, index_t ld, index_t r, index_t n) {
+        const std::size_t at = std::size_t(off) * e;
+        space->upload(to + at, ld, static_cast<const char*>(from[i]) + at, ld, r, n, e);
+      });
+  }
+  if (staged[0]) A = stage[0].as<void>();
+  if (staged[1]) B = stage[1].as<void>();
+  if (staged[2]) C = stage[2].as<void>();
+}
+
+// C's tiles back from its device copy into the caller's host memory (when staged).
+void MultiplyPlan::Impl::stage_out(void* C) {
+  if (!staged[2]) return;
+  const std::size_t e = size_of(dtype);
+  for_each_storage(tiles[2], [&](index_t off, index_t ld, index_t r, index_t n) {
+    const std::size_t at = std::size_t(off) * e;
+    space->download(static_cast<char*>(C) + at, ld, stage[2].as<char>() + at, ld, r, n, e);
+  });
 }
 
 MultiplyPlan::~MultiplyPlan() = default;
@@ -242,7 +381,15 @@ bool MultiplyPlan::in_place_b() const { return impl_->ip_b.has_value(); }
 bool MultiplyPlan::in_place_c() const { return impl_->ip_c.has_value(); }
 const std::vector<int>& MultiplyPlan::ranks() const { return impl_->ranks; }
 Memory MultiplyPlan::memory() const { return impl_->device ? Memory::device : Memory::host; }
-std::string MultiplyPlan::transport() const { return impl_->space ? impl_->space->transport() : "none"; }
+bool MultiplyPlan::staged_a() const { return impl_->staged[0]; }
+bool MultiplyPlan::staged_b() const { return impl_->staged[1]; }
+bool MultiplyPlan::staged_c() const { return impl_->staged[2]; }
+std::string MultiplyPlan::transport() const {
+  if (!impl_->space) return "none";
+  const std::array<bool, 3>& st = impl_->staged;
+  const bool any = st[0] || st[1] || st[2];
+  return impl_->space->transport() + (any ? "; " + names(st) + " staged from host memory" : "");
+}
 index_t MultiplyPlan::held_elements() const { return impl_->held; }
 index_t MultiplyPlan::held_elements_identity() const { return impl_->held_identity; }
 
@@ -254,6 +401,8 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
                                 " but was given " + info(dt).name + ": make a plan for " + info(dt).name);
   DeviceSpace& sp = *x.space;
   DeviceComm& dc = *x.dcomm;
+  void* const C_caller = C;
+  x.stage_in(A, B, C, beta);  // host matrices of a device plan into their device copies
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T al = *static_cast<const T*>(alpha), be = *static_cast<const T*>(beta);
@@ -271,14 +420,13 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
       return;
     }
     // The operands in the algorithm's layout, in the space: in place, or redistributed into the
-    // plan's buffers.
+    // plan's buffers (reserved by the plan).
     auto operand = [&](const Piece& p, const std::optional<InPlace>& ip, const Redistribution& r, const T* src,
                        bool conj, DeviceBlock& buf) -> LocalBlock {
       if (ip) {
         r.execute<T>(sp, dc, src, nullptr, x.scratch, conj, nullptr, true);  // the others' shares, if any move
         return {src + ip->offset, p.rows(), p.cols(), ip->ld};
       }
-      reserve(sp, buf, std::size_t(p.rows() * p.cols()) * sizeof(T));
       r.execute<T>(sp, dc, src, buf.as<T>(), x.scratch, conj);
       return {buf.as<T>(), p.rows(), p.cols(), std::max<index_t>(1, p.rows())};
     };
@@ -288,9 +436,9 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     index_t ldc = std::max<index_t>(1, x.pc.rows());
     const T zero(0);
     if (x.ip_c) cp = c + x.ip_c->offset, ldc = x.ip_c->ld;
-    else reserve(sp, x.cbuf, std::size_t(x.pc.rows() * x.pc.cols()) * sizeof(T)), cp = x.cbuf.as<T>();
+    else cp = x.cbuf.as<T>();
     const MultiplyCall call{dt, &al, a, b, x.ip_c ? &be : &zero, cp, x.pc.rows(), x.pc.cols(), ldc};
-    if (x.device) {
+    if (x.algo_in_space) {
       sp.comm_waits_for_compute();  // the algorithm's transfers read what the unpacking wrote
       x.algo->multiply_device(sp, call);
       sp.compute_waits_for_comm();  // its last reduction into C, before C is read
@@ -300,6 +448,7 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     if (!x.ip_c) x.rc.execute<T>(sp, dc, cp, c, x.scratch, false, &be);
     sp.synchronize();
   });
+  x.stage_out(C_caller);
 }
 
 }  // namespace distmm

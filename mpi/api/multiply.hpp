@@ -3,8 +3,8 @@
 //   C = alpha op(A) op(B) + beta C,  op = N, T or C (conjugate transpose),
 //
 // with A, B and C each in any layout (layout.hpp: block-cyclic, row or column slabs, a list of
-// blocks), all three in host memory or all three in each rank's GPU memory
-// (Layout::with_memory(Memory::device)). distmm picks the algorithm for the shape and rank count (the registry's
+// blocks), each in host memory or in each rank's GPU memory (Layout::with_memory(Memory::device)).
+// distmm picks the algorithm for the shape and rank count (the registry's
 // automatic choice and cost model, or one named), renumbers the algorithm's ranks so that each
 // plays the part whose data it already holds most of (COSTA's relabeling: the Hungarian method
 // on the P x P overlap volumes, the algorithm built on a communicator split with the permuted
@@ -22,7 +22,10 @@
 // or in one call: distmm::multiply(comm, alpha, Op::N, A, la, Op::N, B, lb, beta, C, lc).
 // Bad layouts (overlapping or missing blocks, lld too small, sizes that do not fit the shape)
 // throw std::invalid_argument with the same message on every rank; memories the plan does not
-// take (host and device mixed, device memory without CUDA or a GPU engine) MemoryUnsupported.
+// take (a matrix in host memory on some ranks and device memory on others, device memory without
+// CUDA or a GPU engine) MemoryUnsupported. Buffers are allocated by the plan (collective: a rank
+// that cannot allocate them fails the plan on every rank, a UsageError with one message), so
+// execute() allocates nothing and no rank is left waiting in a collective.
 //
 // Device memory: the plan binds the algorithm to the engine's device space (a GPU engine's,
 // cuda/device_space.cpp; the engine is made on the caller's current GPU, "cublas" unless one is
@@ -33,6 +36,12 @@
 // is called (the caller's stream synchronized); execute() returns when C is written.
 // MultiplyOptions::emulate_device takes host pointers as the emulated device's memory (a host
 // engine; the device path tested without a GPU).
+//
+// Mixed memories: where any matrix is in device memory the plan runs in the device space, and
+// each matrix in host memory gets a copy in device memory of this rank's storage of it (its
+// layout's local extent, the same offsets): execute() uploads A and B (and C where beta != 0)
+// into them, runs as for device memory, and downloads C's tiles back (staged_a/b/c(), counted
+// in memory_bytes()). On the emulated device the copies are host copies.
 #pragma once
 #include <memory>
 #include <stdexcept>
@@ -45,8 +54,9 @@
 
 namespace distmm {
 
-// Memories the plan does not take: host and device mixed, device memory in a build without CUDA
-// or with a host engine (the C API's DISTMM_ERR_UNSUPPORTED).
+// Memories the plan does not take: a matrix in host memory on some ranks and device memory on
+// others, device memory in a build without CUDA or with a host engine (the C API's
+// DISTMM_ERR_UNSUPPORTED).
 class MemoryUnsupported : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -63,6 +73,10 @@ struct MultiplyOptions {
   // a host engine): the device path -- redistribution in the space, the algorithm's device
   // schedule -- run where no GPU is (tests, CI).
   bool emulate_device = false;
+  // The emulated device's memory on this rank: 0, the node's available memory over its ranks,
+  // which the planner reads and nothing enforces; else that many bytes, enforced as a GPU's (an
+  // allocation beyond them fails): tests of running out of device memory. May differ by rank.
+  std::size_t emulated_device_bytes = 0;
   Engine* engine_ptr = nullptr;  // or the caller's own engine (it must outlive the plan)
   bool relabel = true;           // false: algorithm rank r is rank r of the communicator
 };
@@ -100,9 +114,14 @@ class MultiplyPlan {
   bool in_place_a() const;
   bool in_place_b() const;
   bool in_place_c() const;
-  // Where A, B and C live (all alike), and how the ranks exchange them: "MPI on host memory",
-  // "NCCL 2.x (...)", "MPI through host memory (why)".
+  // Where the plan runs (device where any matrix is in device memory), and how the ranks
+  // exchange them: "MPI on host memory", "NCCL 2.x (...)", "MPI through host memory (why)".
   Memory memory() const;
+  // Whether A, B and C are in host memory in a device plan (mixed memories): copied into the
+  // plan's device buffers at each execute (A, B; C where beta != 0) and C copied back.
+  bool staged_a() const;
+  bool staged_b() const;
+  bool staged_c() const;
   std::string transport() const;
   // ranks()[r]: the rank of the communicator that plays the algorithm's rank r.
   const std::vector<int>& ranks() const;

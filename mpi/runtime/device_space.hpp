@@ -448,10 +448,13 @@ struct StepOperands {
 // ranks_sharing_gpu, is 1, DISTMM_DEVICE_COMM is not "mpi"). Null on every rank when the engine is a host engine or
 // distmm was built without CUDA.
 std::unique_ptr<DeviceSpace> make_device_space(Engine& engine, const Comm& world, int ranks_per_gpu);
-// An emulated device (device_space_host.cpp): the same interface over host memory and a host
-// engine, every lane's work done at once; free_bytes() gives `free_bytes`. For testing the
-// device paths where no GPU is (RunSpec::emulate_device).
-std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes);
+// An emulated device (host_space.cpp): the same interface over host memory and a host engine,
+// every lane's work done at once; free_bytes() gives `free_bytes`. For testing the device paths
+// where no GPU is (RunSpec::emulate_device). enforced: the budget is the device's memory, as a
+// GPU's is (an allocation beyond what is left throws a UsageError, free_bytes() is what is left:
+// tests of running out); otherwise it is only what the planners read.
+std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes,
+                                                        bool enforced = false);
 // Host memory and `engine` (any engine: a GPU engine stages each product) as a space: where
 // every host run's schedule runs (host_space.cpp).
 std::unique_ptr<DeviceSpace> make_host_space(Engine& engine);

@@ -13,6 +13,7 @@
 #include <complex>
 #include <list>
 #include <cstdlib>
+#include <unordered_map>
 #include <cstring>
 #include <new>
 
@@ -181,7 +182,8 @@ void up_to_four(int n, F&& f) {
 
 class HostSpace final : public DeviceSpace {
  public:
-  HostSpace(Engine& e, std::size_t free, bool emulated) : engine_(e), free_(free), emulated_(emulated) {}
+  HostSpace(Engine& e, std::size_t free, bool emulated, bool enforced = false)
+      : engine_(e), free_(free), emulated_(emulated), enforced_(emulated && enforced) {}
   ~HostSpace() override { lane_.settle(); }
   std::string transport() const override { return "MPI on host memory"; }
   bool emulated() const override { return emulated_; }
@@ -189,8 +191,12 @@ class HostSpace final : public DeviceSpace {
   bool takes_uneven_parts() const override { return true; }
   DeviceBlock alloc(std::size_t bytes) override {
     if (bytes == 0) return {};
+    if (enforced_ && bytes > free_ - used_)  // as a GPU refuses (cuda/device_space.cpp)
+      throw UsageError("the emulated device cannot allocate " + format_bytes(double(bytes)) + " more (" +
+                       format_bytes(double(free_ - used_)) + " free of " + format_bytes(double(free_)) + ")");
     void* p = std::calloc(bytes, 1);
     if (!p) throw std::bad_alloc();
+    if (enforced_) used_ += bytes, sizes_[p] = bytes;
     return DeviceBlock(this, p, bytes);
   }
   std::unique_ptr<DeviceComm> comm(const Comm& c) override { return std::make_unique<HostComm>(c, lane_); }
@@ -359,13 +365,19 @@ class HostSpace final : public DeviceSpace {
   }
   // The emulation's budget, or the host's free memory when asked (the drop-in makes a host space
   // per call: reading /proc/meminfo there would cost every call).
-  std::size_t free_bytes() const override { return emulated_ ? free_ : available_memory_bytes(); }
+  std::size_t free_bytes() const override {
+    return emulated_ ? free_ - used_ : available_memory_bytes();
+  }
   std::size_t engine_workspace(index_t m, index_t n, index_t k, Dtype dt) const override {
     return engine_.workspace_bytes(m, n, k, dt);
   }
 
  protected:
-  void release(void* p) noexcept override { std::free(p); }
+  void release(void* p) noexcept override {
+    if (enforced_)
+      if (const auto it = sizes_.find(p); it != sizes_.end()) used_ -= it->second, sizes_.erase(it);
+    std::free(p);
+  }
   void unpin_host(void*) noexcept override {}
 
  private:
@@ -386,6 +398,10 @@ class HostSpace final : public DeviceSpace {
   Engine& engine_;
   std::size_t free_;
   bool emulated_;
+  // An emulation whose budget is enforced: the bytes of each live block, and their sum.
+  bool enforced_;
+  std::size_t used_ = 0;
+  std::unordered_map<void*, std::size_t> sizes_;
   InFlight lane_;
   std::array<double, kMarks + kRunMarks> at_{};
   std::array<std::int64_t, kMarks + kRunMarks> posted_at_ = filled(-1);
@@ -398,8 +414,8 @@ class HostSpace final : public DeviceSpace {
 
 }  // namespace
 
-std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes) {
-  return std::make_unique<HostSpace>(engine, free_bytes, true);
+std::unique_ptr<DeviceSpace> make_emulated_device_space(Engine& engine, std::size_t free_bytes, bool enforced) {
+  return std::make_unique<HostSpace>(engine, free_bytes, true, enforced);
 }
 
 std::unique_ptr<DeviceSpace> make_host_space(Engine& engine) {

@@ -23,10 +23,11 @@ the communicator with the same message: no rank is left waiting. The binding is 
 libdistmm_c.so (the C API, src/distmm.h); the communicator goes to it as comm.py2f().
 
 GPU arrays (CuPy, anything with __cuda_array_interface__, DLPack tensors on a CUDA device) are taken
-as they are, without copies, where the library is built with CUDA (distmm.device_support()): A, B
-and C all on the GPUs (each rank's current device), redistributed and multiplied there (NCCL between
-the GPUs). Host and device arrays mixed, or device arrays with a build without CUDA, raise
-DeviceMemoryError. The arrays must be ready (their stream synchronized) when execute() is called.
+as they are, without copies, where the library is built with CUDA (distmm.device_support()):
+redistributed and multiplied on the GPUs (each rank's current device; NCCL between them). Host and
+device arrays may be mixed: the library stages the host ones through the GPU. Device arrays with a
+build without CUDA raise DeviceMemoryError. The arrays must be ready (their stream synchronized)
+when execute() is called.
 """
 import ctypes
 
@@ -61,7 +62,7 @@ class UsageError(Error, ValueError):
 
 
 class DeviceMemoryError(Error, TypeError):
-    """Memories the library does not take: host and GPU arrays mixed, GPU arrays without CUDA."""
+    """Memories the library does not take: GPU arrays without CUDA, or on some ranks only."""
 
 
 def device_support():

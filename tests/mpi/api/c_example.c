@@ -1,8 +1,9 @@
 /* The C API (src/distmm.h) as a C program uses it, built and run in CI at 1, 4 and 6 ranks:
  * A block-cyclic (ScaLAPACK's layout, padded lld), B in row slabs stored row-major, C a list of
  * blocks (one column slab per rank); C = A B planned once and executed twice (beta 0, then 1),
- * a complex C = A^H B with A stored k x m, and a bad layout refused with the same code and
- * message on every rank. Inputs are small integers, so every element is checked exactly.
+ * a complex C = A^H B with A stored k x m (also on the emulated device, all three there and with C
+ * left in host memory), and a bad layout refused with the same code and message on every rank.
+ * Inputs are small integers, so every element is checked exactly.
  * Exits 1 on any mismatch. */
 #include <complex.h>
 #include <stdio.h>
@@ -143,25 +144,28 @@ int main(int argc, char** argv) {
   bad += distmm_plan_create(&none, MPI_COMM_WORLD, DISTMM_F64, DISTMM_OP_N, la, DISTMM_OP_N, lb, lc, "algorithm=nope") !=
          DISTMM_ERR_USAGE;
 
-  /* device memory: the complex product again with all three layouts on the device, here the
-   * emulated device (host pointers, emulate_device=1); a GPU program passes device pointers
-   * and no option. Host and device layouts mixed are refused with DISTMM_ERR_UNSUPPORTED. */
+  /* device memory: the complex product again with A and B on the device and C in host memory
+   * (mixed: C is staged through the device), then all three on the device, here the emulated
+   * device (host pointers, emulate_device=1); a GPU program passes device pointers and no
+   * option. */
   CHECK(distmm_layout_set_memory(laz, DISTMM_MEMORY_DEVICE));
   CHECK(distmm_layout_set_memory(lb, DISTMM_MEMORY_DEVICE));
-  bad += distmm_plan_create(&none, MPI_COMM_WORLD, DISTMM_C64, DISTMM_OP_C, laz, DISTMM_OP_N, lb, lc,
-                            "emulate_device=1") != DISTMM_ERR_UNSUPPORTED;
-  CHECK(distmm_layout_set_memory(lc, DISTMM_MEMORY_DEVICE));
-  for (long j = 0; j < cn; ++j)
-    for (long i = 0; i < m; ++i) Cz[i + j * m] = 0;
-  CHECK(distmm_plan_create(&plan, MPI_COMM_WORLD, DISTMM_C64, DISTMM_OP_C, laz, DISTMM_OP_N, lb, lc, "emulate_device=1"));
-  CHECK(distmm_plan_execute(plan, &alpha, Az, Bz, &zero, Cz)); /* beta = 0: C not read */
-  for (long j = 0; j < cn; ++j)
-    for (long i = 0; i < m; ++i) {
-      double complex s = 0;
-      for (long l = 0; l < k; ++l) s += conj(a_val(l, i) + I * b_val(i, l)) * (b_val(l, c0 + j) - I * c_val(l, c0 + j));
-      bad += Cz[i + j * m] != alpha * s;
-    }
-  CHECK(distmm_plan_destroy(plan));
+  for (int all = 0; all < 2; ++all) {
+    if (all) CHECK(distmm_layout_set_memory(lc, DISTMM_MEMORY_DEVICE));
+    for (long j = 0; j < cn; ++j)
+      for (long i = 0; i < m; ++i) Cz[i + j * m] = 0;
+    CHECK(distmm_plan_create(&plan, MPI_COMM_WORLD, DISTMM_C64, DISTMM_OP_C, laz, DISTMM_OP_N, lb, lc,
+                             "emulate_device=1"));
+    CHECK(distmm_plan_execute(plan, &alpha, Az, Bz, &zero, Cz)); /* beta = 0: C not read */
+    for (long j = 0; j < cn; ++j)
+      for (long i = 0; i < m; ++i) {
+        double complex s = 0;
+        for (long l = 0; l < k; ++l)
+          s += conj(a_val(l, i) + I * b_val(i, l)) * (b_val(l, c0 + j) - I * c_val(l, c0 + j));
+        bad += Cz[i + j * m] != alpha * s;
+      }
+    CHECK(distmm_plan_destroy(plan));
+  }
 
   distmm_layout_destroy(la), distmm_layout_destroy(lb), distmm_layout_destroy(lc);
   distmm_layout_destroy(laz), distmm_layout_destroy(lbad);

@@ -8,7 +8,8 @@
 // (device layouts over host pointers, MultiplyOptions::emulate_device: the device path --
 // redistribution in the space, the algorithm's device schedule -- on the host, in CI); and the
 // rank's GPU (Gpu/..., skipped where a node has fewer GPUs than ranks: tests/cuda/gpu_tests.sh
-// runs them at 1, 2 and 4 ranks on a GPU machine).
+// runs them at 1, 2 and 4 ranks on a GPU machine). On a device, the mixed memories (some of A, B
+// and C in host memory, staged through the device's) run too.
 #include <algorithm>
 #include <gtest/gtest.h>
 
@@ -44,7 +45,10 @@ enum class Where { host, emulated, gpu };
 Where where = Where::host;  // the running test's (MultiplyIn's parameter)
 void PrintTo(Where w, std::ostream* os) { *os << (w == Where::host ? "host" : w == Where::emulated ? "emulated" : "gpu"); }
 
-Layout placed(const Layout& l) { return where == Where::host ? l : l.with_memory(Memory::device); }
+// dev false: the matrix stays in host memory (mixed memories, where the test runs on a device).
+Layout placed(const Layout& l, bool dev = true) {
+  return where == Where::host || !dev ? l : l.with_memory(Memory::device);
+}
 MultiplyOptions placed(MultiplyOptions o) {
   o.emulate_device = where == Where::emulated;
   return o;
@@ -61,19 +65,20 @@ DeviceSpace& gpu_space() {
   return *sp;
 }
 
-// A rank's storage of one matrix where the test runs: the vector itself, or a GPU copy of it.
+// A rank's storage of one matrix where the test runs: the vector itself, or a GPU copy of it
+// (on_gpu false: the vector, a matrix left in host memory).
 template <class T>
 struct Stored {
   std::vector<T>& host;
   DeviceBlock dev;
-  explicit Stored(std::vector<T>& h) : host(h) {
-    if (where != Where::gpu) return;
+  explicit Stored(std::vector<T>& h, bool on_gpu = true) : host(h) {
+    if (where != Where::gpu || !on_gpu) return;
     dev = gpu_space().alloc_elems<T>(index_t(h.size()));
     gpu_space().upload(dev.as<T>(), index_t(h.size()), h.data(), index_t(h.size()), index_t(h.size()), 1, sizeof(T));
   }
-  T* ptr() { return where == Where::gpu ? dev.as<T>() : host.data(); }
+  T* ptr() { return dev.as<T>() ? dev.as<T>() : host.data(); }
   void back() {
-    if (where == Where::gpu)
+    if (dev.as<T>())
       gpu_space().download(host.data(), index_t(host.size()), dev.as<T>(), index_t(host.size()), index_t(host.size()), 1,
                            sizeof(T));
   }
@@ -81,9 +86,11 @@ struct Stored {
 
 // Fills A, B and C in their layouts, executes the plan, and counts the elements of C (over all
 // ranks) that differ from alpha op(A) op(B) + beta C. nan_c: C starts as NaN (beta must be 0).
+// on_device: bit i set where matrix i (A, B, C) is in device memory (the others in host memory).
 template <class T>
 int check_multiply(MultiplyPlan& plan, Op oa, const Layout& la, Op ob, const Layout& lb, const Layout& lc,
-                   std::complex<double> alpha, std::complex<double> beta, int seed = 0, bool nan_c = false) {
+                   std::complex<double> alpha, std::complex<double> beta, int seed = 0, bool nan_c = false,
+                   int on_device = 7) {
   Comm world = Comm::world();
   const int me = world.rank();
   const GemmShape s = plan.shape();
@@ -97,7 +104,7 @@ int check_multiply(MultiplyPlan& plan, Op oa, const Layout& la, Op ob, const Lay
   const std::vector<T> A0 = A, B0 = B;
   const T al = as_scalar<T>(alpha), be = as_scalar<T>(beta);
   {
-    Stored<T> a(A), b(B), c(C);
+    Stored<T> a(A, on_device & 1), b(B, on_device & 2), c(C, on_device & 4);
     plan.execute<T>(al, a.ptr(), b.ptr(), be, c.ptr());
     a.back(), b.back(), c.back();
   }
@@ -117,19 +124,25 @@ int check_multiply(MultiplyPlan& plan, Op oa, const Layout& la, Op ob, const Lay
 
 Op op_of(int i) { return i == 0 ? Op::N : i == 1 ? Op::T : Op::C; }
 
-// One multiply with A, B, C of kinds ka, kb, kc (variants from v) on m x n x k.
+// One multiply with A, B, C of kinds ka, kb, kc (variants from v) on m x n x k; on_device as
+// check_multiply's (on a device; host memory has all three there).
 template <class T>
 int multiply_case(index_t m, index_t n, index_t k, Op oa, Op ob, int ka, int kb, int kc, int v,
                   std::complex<double> alpha, std::complex<double> beta, const MultiplyOptions& o = {},
-                  bool nan_c = false) {
+                  bool nan_c = false, int on_device = 7) {
   Comm world = Comm::world();
   const int P = world.size(), me = world.rank();
-  const Layout la = placed(oa == Op::N ? make_layout(ka, v, m, k, P, me) : make_layout(ka, v, k, m, P, me));
-  const Layout lb = placed(ob == Op::N ? make_layout(kb, v + 1, k, n, P, me) : make_layout(kb, v + 1, n, k, P, me));
-  const Layout lc = placed(make_layout(kc, v + 2, m, n, P, me));
+  const Layout la = placed(oa == Op::N ? make_layout(ka, v, m, k, P, me) : make_layout(ka, v, k, m, P, me), on_device & 1);
+  const Layout lb =
+      placed(ob == Op::N ? make_layout(kb, v + 1, k, n, P, me) : make_layout(kb, v + 1, n, k, P, me), on_device & 2);
+  const Layout lc = placed(make_layout(kc, v + 2, m, n, P, me), on_device & 4);
   MultiplyPlan plan(world, dtype_of<T>(), oa, la, ob, lb, lc, placed(o));
-  EXPECT_EQ(plan.memory(), where == Where::host ? Memory::host : Memory::device);
-  return check_multiply<T>(plan, oa, la, ob, lb, lc, alpha, beta, v, nan_c);
+  EXPECT_EQ(plan.memory(), where == Where::host || on_device == 0 ? Memory::host : Memory::device);
+  const bool device_plan = where != Where::host && on_device != 0, full = m > 0 && n > 0 && k > 0;
+  EXPECT_EQ(plan.staged_a(), device_plan && full && !(on_device & 1));  // A and B are not read where k = 0
+  EXPECT_EQ(plan.staged_b(), device_plan && full && !(on_device & 2));
+  EXPECT_EQ(plan.staged_c(), device_plan && !(on_device & 4));
+  return check_multiply<T>(plan, oa, la, ob, lb, lc, alpha, beta, v, nan_c, on_device);
 }
 
 class MultiplyIn : public ::testing::TestWithParam<Where> {
@@ -224,6 +237,79 @@ TEST_P(MultiplyIn, KZeroScalesC) {
   EXPECT_EQ(check_multiply<double>(plan, Op::N, la, Op::N, lb, lc, 2.0, 3.0), 0);
 }
 
+// Mixed memories: each of the six mixes of host and device memory over A, B and C (bit i of
+// `mix`: matrix i on the device), the host ones staged through the device space. f64 and c64,
+// every layout kind for each matrix, odd shapes, every op for the complex type.
+TEST_P(MultiplyIn, MixedMemories) {
+  if (where == Where::host) GTEST_SKIP() << "mixed memories need a device (the emulated one or a GPU)";
+  struct Shape {
+    index_t m, n, k;
+  };
+  const Shape shapes[] = {{7, 5, 3}, {1, 6, 11}, {13, 1, 2}, {5, 9, 1}};
+  const int cases = Comm::world().size() <= 4 ? 4 : 2;  // fewer plans where each costs more
+  for (int mix = 1; mix < 7; ++mix)
+    for (int c = 0; c < cases; ++c) {
+      const Shape s = shapes[(mix + c) % 4];
+      const int ka = (mix + c) % 4, kb = (mix + 2 * c + 1) % 4, kc = (3 * mix + c + 2) % 4, v = mix + c;
+      EXPECT_EQ(multiply_case<double>(s.m, s.n, s.k, op_of(c % 2), op_of((c / 2) % 2), ka, kb, kc, v, 2.0, -1.0, {},
+                                      false, mix),
+                0)
+          << "mix " << mix << " case " << c;
+      EXPECT_EQ(multiply_case<std::complex<double>>(s.n, s.m, s.k, op_of((mix + c) % 3), op_of(c % 3), kc, ka, kb, v + 1,
+                                                    {1.0, -2.0}, {0.5, 1.0}, {}, false, mix),
+                0)
+          << "complex, mix " << mix << " case " << c;
+    }
+}
+
+// Mixed memories with beta = 0 (C in host memory and NaN: not read, so not copied in), a plan
+// executed several times (the device copies reused), k = 0 (C = beta C through C's copy), and
+// the plan's report: staged matrices, their copies in memory_bytes().
+TEST_P(MultiplyIn, MixedMemoriesBetaZeroReusedKZero) {
+  if (where == Where::host) GTEST_SKIP() << "mixed memories need a device (the emulated one or a GPU)";
+  Comm world = Comm::world();
+  const int P = world.size(), me = world.rank();
+  for (int mix : {1, 2, 3}) {
+    EXPECT_EQ(multiply_case<double>(6, 5, 4, Op::N, Op::T, mix % 4, (mix + 1) % 4, mix, mix, 3.0, 0.0, {}, true, mix), 0)
+        << mix;
+    EXPECT_EQ(multiply_case<std::complex<float>>(3, 7, 2, Op::C, Op::N, 3 - mix, mix, 0, mix, {0, 1}, 0.0, {}, true, mix),
+              0)
+        << mix;
+  }
+  for (int mix : {4, 1, 6}) {
+    const int m = 7, k = 3, n = 11;
+    const Layout la = placed(make_layout(0, 2, m, k, P, me), mix & 1), lb = placed(make_layout(3, 0, k, n, P, me), mix & 2),
+                 lc = placed(make_layout(1, 1, m, n, P, me), mix & 4);
+    MultiplyPlan plan(world, Dtype::c64, Op::N, la, Op::N, lb, lc, placed(MultiplyOptions{}));
+    for (int rep = 0; rep < 3; ++rep)
+      EXPECT_EQ(check_multiply<std::complex<double>>(plan, Op::N, la, Op::N, lb, lc, {1.0 + rep, -1.0}, {0.5 * rep, 0},
+                                                     rep, rep == 0, mix),
+                0)
+          << mix << " " << rep;
+    // The copies are counted: at least this rank's staged storage, and no less than the same plan
+    // with all three on the device.
+    std::size_t staged = 0;
+    const Layout* ls[3] = {&la, &lb, &lc};
+    for (int i = 0; i < 3; ++i)
+      if (!(mix >> i & 1))
+        staged += std::size_t(testing::local_extent(resolve(*ls[i], world, "X").ranks[std::size_t(me)])) * 16;
+    const MultiplyPlan all(world, Dtype::c64, Op::N, placed(la), Op::N, placed(lb), placed(lc), placed(MultiplyOptions{}));
+    EXPECT_GE(plan.memory_bytes(), staged);
+    EXPECT_GE(plan.memory_bytes(), all.memory_bytes());
+    EXPECT_NE(plan.transport().find("staged from host memory"), std::string::npos) << plan.transport();
+    EXPECT_EQ(all.transport().find("staged"), std::string::npos) << all.transport();
+  }
+  for (int mix : {1, 2, 5}) {  // k = 0: C = beta C; A and B are not read
+    const Layout la = placed(make_layout(1, 0, 5, 0, P, me), mix & 1), lb = placed(make_layout(2, 0, 0, 4, P, me), mix & 2),
+                 lc = placed(make_layout(3, 1, 5, 4, P, me), mix & 4);
+    MultiplyPlan plan(world, Dtype::f64, Op::N, la, Op::N, lb, lc, placed(MultiplyOptions{}));
+    EXPECT_EQ(plan.algorithm_name(), "none");
+    EXPECT_EQ(plan.staged_c(), !(mix & 4));
+    EXPECT_EQ(check_multiply<double>(plan, Op::N, la, Op::N, lb, lc, 2.0, 3.0, 0, false, mix), 0) << mix;
+    EXPECT_EQ(check_multiply<double>(plan, Op::N, la, Op::N, lb, lc, 2.0, 0.0, 1, true, mix), 0) << mix;
+  }
+}
+
 // The algorithm's own pieces as the callers' blocks; `shift`: rank p holds rank p + shift's.
 std::array<Layout, 3> algorithm_layouts(const DistAlgorithm& algo, GemmShape s, int shift) {
   Comm world = Comm::world();
@@ -316,16 +402,18 @@ TEST(Multiply, BadLayoutsThrowOnEveryRank) {
             std::string::npos);
   const Layout bad_ld = Layout::block_cyclic(6, 5, 2, 2, 1, P, 0, 0, me == P - 1 ? 2 : 6);
   EXPECT_NE(message(Op::N, a, b, bad_ld).find("C: leading dimension 2 on rank"), std::string::npos);
-  EXPECT_NE(message(Op::N, a.with_memory(me == P - 1 ? Memory::device : Memory::host), b, c)
-                .find(P == 1 ? "A in GPU memory but B, C in host memory" : "A is in GPU memory on some ranks"),
-            std::string::npos);
+  if (P > 1)  // at one rank, A alone in device memory is a mixed plan
+    EXPECT_NE(message(Op::N, a.with_memory(me == P - 1 ? Memory::device : Memory::host), b, c)
+                  .find("A is in GPU memory on some ranks"),
+              std::string::npos);
   MultiplyPlan plan(world, Dtype::f64, Op::N, a, Op::N, b, c);
   float x = 0;
   EXPECT_THROW(plan.execute<float>(1.0f, &x, &x, 0.0f, &x), std::invalid_argument);
 }
 
-// Device memory mixed with host memory, or without a way to compute on it, is refused on every
-// rank with one message (MemoryUnsupported, the C API's DISTMM_ERR_UNSUPPORTED).
+// Device memory described differently on different ranks, or without a way to compute on it, is
+// refused on every rank with one message (MemoryUnsupported, the C API's DISTMM_ERR_UNSUPPORTED);
+// host and device memory mixed is taken.
 TEST(Multiply, MemoriesRefusedOnEveryRank) {
   Comm world = Comm::world();
   const int P = world.size();
@@ -340,15 +428,58 @@ TEST(Multiply, MemoriesRefusedOnEveryRank) {
     }
     return "";
   };
-  EXPECT_NE(message(ad, bd, c).find("A, B in GPU memory but C in host memory"), std::string::npos)
-      << message(ad, bd, c);
+  if (P > 1) {
+    const std::string some = message(ad, world.rank() == 0 ? b : bd, c);
+    EXPECT_NE(some.find("B is in GPU memory on some ranks"), std::string::npos) << some;
+  }
   MultiplyOptions blas;
   blas.engine = "blas";
   const std::string no_gpu = message(ad, bd, cd, blas);
-  EXPECT_NE(no_gpu.find(gpu_support_built() ? "engine blas computes on the host" : "has no CUDA"), std::string::npos)
+  EXPECT_NE(no_gpu.find(gpu_support_built() ? "A, B and C are in GPU memory but engine blas computes on the host"
+                                            : "A, B and C are in GPU memory but this build of distmm has no CUDA"),
+            std::string::npos)
       << no_gpu;
+  const std::string mixed = message(a, bd, c, blas);
+  EXPECT_NE(mixed.find(gpu_support_built() ? "B is in GPU memory but engine blas" : "B is in GPU memory but this build"),
+            std::string::npos)
+      << mixed;
   blas.emulate_device = true;
   EXPECT_EQ(message(ad, bd, cd, blas), "");
+  EXPECT_EQ(message(ad, bd, c, blas), "");  // mixed: C staged
+  EXPECT_EQ(message(a, bd, c, blas), "");
+}
+
+// A rank that cannot allocate the plan's buffers (the emulated device's memory, enforced and tiny
+// on the last rank) fails the plan on every rank with one message: the plan allocates what
+// execute() needs, so no rank fails alone in execute() while the others wait in a collective.
+TEST(Multiply, OutOfDeviceMemoryOnOneRankFailsEveryRank) {
+  Comm world = Comm::world();
+  const int P = world.size(), me = world.rank();
+  const index_t m = 2 * P + 3, n = 5, k = 4;  // every rank holds at least 2 rows of A
+  const Layout la = Layout::row_slabs(m, k, Layout::even_sizes(m, P)), lb = make_layout(0, 1, k, n, P, me),
+               lc = make_layout(3, 0, m, n, P, me);
+  for (int mix : {7, 6, 3}) {  // all on the device; A in host memory (its copy); C in host memory
+    auto at = [&](const Layout& l, int i) { return mix >> i & 1 ? l.with_memory(Memory::device) : l; };
+    MultiplyOptions o;
+    o.emulate_device = true;
+    if (me == P - 1) o.emulated_device_bytes = 16;
+    std::string msg;
+    try {
+      MultiplyPlan plan(world, Dtype::f64, Op::N, at(la, 0), Op::N, at(lb, 1), at(lc, 2), o);
+    } catch (const UsageError& e) {
+      msg = e.what();
+    }
+    EXPECT_EQ(msg, world.first_error(msg)) << "mix " << mix << ": the ranks left with different errors";
+    if (mix == 6)  // A's copy (2 rows x 4 columns at least) does not fit on the last rank
+      EXPECT_NE(msg.find("rank " + std::to_string(P - 1) + " cannot allocate the plan's buffers"), std::string::npos)
+          << msg;
+    if (!msg.empty()) EXPECT_NE(msg.find("the emulated device cannot allocate"), std::string::npos) << msg;
+    // The same plan with the memory it needs (enforced too) runs, on the same communicator.
+    o.emulated_device_bytes = std::size_t(1) << 30;
+    MultiplyPlan plan(world, Dtype::f64, Op::N, at(la, 0), Op::N, at(lb, 1), at(lc, 2), o);
+    EXPECT_EQ(check_multiply<double>(plan, Op::N, at(la, 0), Op::N, at(lb, 1), at(lc, 2), 1.0, 1.0), 0) << mix;
+    EXPECT_EQ(check_multiply<double>(plan, Op::N, at(la, 0), Op::N, at(lb, 1), at(lc, 2), -2.0, 0.0, 1, true), 0) << mix;
+  }
 }
 
 // The device path moves what the host path moves, and the algorithm counts the same words.

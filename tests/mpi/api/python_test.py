@@ -4,7 +4,7 @@ blocks in a flat buffer, C- and F-order (and padded) arrays, a plan executed twi
 (a bad layout, one rank's wrong shape, a GPU array on one rank, a bad option) raised on every
 rank with the same message. GPU arrays: host memory shown through __cuda_array_interface__
 (GpuView) with the option emulate_device=1 runs the device path on the emulated device, taken
-without copies; on a GPU machine DISTMM_TEST_CUPY=1 runs the same cases on CuPy arrays and
+without copies, and host and GPU arrays mixed (the host ones staged through the device); on a GPU machine DISTMM_TEST_CUPY=1 runs the same cases on CuPy arrays and
 DISTMM_TEST_TORCH=1 on PyTorch CUDA tensors (through __cuda_array_interface__, and through DLPack alone). Inputs are small integers: every element is checked exactly.
 Run: PYTHONPATH=build/python mpirun -n 4 python3 tests/mpi/api/python_test.py"""
 import sys
@@ -165,7 +165,9 @@ def back(d, x, mode):
         x[...] = (d if mode == "torch" else d.t).cpu().numpy()
 
 
-def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False, device=None):
+def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, check_no_copy=False, device=None,
+             on="abc"):
+    """on: the matrices given as `device` arrays (the others stay NumPy arrays: mixed memories)."""
     global cases
     cases += 1
     A = values((m, k) if oa == "N" else (k, m), 10 + v, dtype)
@@ -187,8 +189,10 @@ def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, chec
     want = alpha * (opx(A, oa) @ opx(B, ob)) + beta * C0
     a0, b0 = a.copy(), b.copy()
     tag = "%s %s%s A %s B %s C %s %s v%d%s" % (np.dtype(dtype).name, oa, ob, ka, kb, kc, order, v,
-                                             " on " + device if device else "")
-    da, db, dc = (to_device(x, device) for x in (a, b, c))
+                                             " on " + device + ("" if on == "abc" else " (%s only)" % on)
+                                             if device else "")
+    modes = [device if x in on else None for x in "abc"]
+    da, db, dc = (to_device(x, mo) for x, mo in zip((a, b, c), modes))
     try:
         plan = distmm.Plan(da, db, dc, layout=(la, lb, lc), trans_a=oa, trans_b=ob,
                            options="emulate_device=1" if device == "emulated" else None)
@@ -197,7 +201,7 @@ def one_case(dtype, oa, ob, ka, kb, kc, order, v, m=7, n=5, k=9, pad=False, chec
         plan.execute(da, db, dc, alpha=alpha, beta=beta)
         plan.execute(da, db, dc, alpha=0, beta=1)  # a second run on the same plan: c unchanged
         plan.close()
-        back(da, a, device), back(db, b, device), back(dc, c, device)
+        back(da, a, modes[0]), back(db, b, modes[1]), back(dc, c, modes[2])
     except distmm.Error as e:
         fail(tag + ": raised " + str(e))
         return
@@ -266,6 +270,11 @@ for mode in ["emulated"] + (["cupy"] if CUPY is not None else []) + (["torch", "
                 one_case(dtype, oa, ob, ka, kb, kc, "F", int(rng.integers(0, 6)), device=mode)
     for i, kind in enumerate(KINDS):
         one_case(np.float64, "N", "T", kind, KINDS[(i + 1) % 5], KINDS[(i + 2) % 5], "F", i, device=mode)
+    # host and GPU arrays mixed: each of the six mixes, real and complex, the host ones staged
+    for on in ("a", "b", "c", "ab", "ac", "bc"):
+        for dtype, oa, ob in ((np.float64, "N", "T"), (np.complex128, "C", "N")):
+            ka, kb, kc = rng.choice(KINDS, 3)
+            one_case(dtype, oa, ob, ka, kb, kc, rng.choice(["C", "F"]), int(rng.integers(0, 6)), device=mode, on=on)
 
 # a GPU array whose strides would need a copy is refused, not copied (a C-ordered block-cyclic A under "C")
 A2 = values((5, 4), 3, np.complex128)
@@ -300,15 +309,23 @@ wrong = a if me != P - 1 else np.zeros((a.shape[0] + 1, a.shape[1]))
 agreed_error(lambda: distmm.matmul(wrong, b, cl, layout=(la, lb, lc)), distmm.ArgumentError, "one rank's wrong shape")
 
 
-gpu = GpuView(a) if me == 0 else a
-msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
-                   "GPU array on one rank")
-if msg and ("in GPU memory on some ranks" if P > 1 else "mixed memories are not taken yet") not in msg[1]:
-    fail("GPU array on one rank: message does not say so: " + msg[1])
-msg = agreed_error(lambda: distmm.matmul(GpuView(a), GpuView(b), cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
-                   "host and GPU arrays mixed")
-if msg and "mixed memories are not taken yet" not in msg[1]:
-    fail("host and GPU arrays mixed: message does not say so: " + msg[1])
+if P > 1:  # (at one rank, a GPU array on rank 0 is host and GPU arrays mixed)
+    gpu = GpuView(a) if me == 0 else a
+    msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc), options="emulate_device=1"),
+                       distmm.DeviceMemoryError, "GPU array on one rank")
+    if msg and "in GPU memory on some ranks" not in msg[1]:
+        fail("GPU array on one rank: message does not say so: " + msg[1])
+# host and GPU arrays mixed are taken (C staged through the device), matmul included
+cm = distmm.matmul(GpuView(a), GpuView(b), np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc),
+                   options="emulate_device=1")
+cases += 1
+if not np.array_equal(cm, (A @ B)[:, cc]):
+    fail("host and GPU arrays mixed: wrong C")
+if not distmm.device_support():
+    msg = agreed_error(lambda: distmm.matmul(GpuView(a), b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
+                       "a GPU array without CUDA")
+    if msg and "A is in GPU memory but this build of distmm has no CUDA" not in msg[1]:
+        fail("a GPU array without CUDA: message does not say so: " + msg[1])
 msg = agreed_error(lambda: distmm.matmul(GpuView(a), GpuView(b), GpuView(cl), layout=(la, lb, lc),
                                          options="engine=blas"), distmm.DeviceMemoryError, "GPU arrays, host engine")
 if msg and ("computes on the host" if distmm.device_support() else "has no CUDA") not in msg[1]:
