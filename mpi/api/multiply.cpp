@@ -37,6 +37,7 @@ struct MultiplyPlan::Impl {
   index_t held = 0, held_identity = 0;
   MovedWords moved, moved_max, moved_total;
   std::size_t memory = 0;
+  ExecuteSeconds seconds;  // the last execute's parts, this rank's
 };
 
 namespace {
@@ -245,6 +246,7 @@ Memory MultiplyPlan::memory() const { return impl_->device ? Memory::device : Me
 std::string MultiplyPlan::transport() const { return impl_->space ? impl_->space->transport() : "none"; }
 index_t MultiplyPlan::held_elements() const { return impl_->held; }
 index_t MultiplyPlan::held_elements_identity() const { return impl_->held_identity; }
+MultiplyPlan::ExecuteSeconds MultiplyPlan::last_seconds() const { return impl_->seconds; }
 
 void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, const void* B, const void* beta,
                                 void* C) {
@@ -254,6 +256,8 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
                                 " but was given " + info(dt).name + ": make a plan for " + info(dt).name);
   DeviceSpace& sp = *x.space;
   DeviceComm& dc = *x.dcomm;
+  x.seconds = {};
+  double t0 = MPI_Wtime();
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T al = *static_cast<const T*>(alpha), be = *static_cast<const T*>(beta);
@@ -268,6 +272,7 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
           for (index_t j = 0; j < n; ++j) sp.zero(p + j * t.ld, std::size_t(r) * sizeof(T), DeviceSpace::Lane::compute);
       }
       sp.synchronize();
+      x.seconds.multiply = MPI_Wtime() - t0;
       return;
     }
     // The operands in the algorithm's layout, in the space: in place, or redistributed into the
@@ -290,6 +295,14 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     if (x.ip_c) cp = c + x.ip_c->offset, ldc = x.ip_c->ld;
     else reserve(sp, x.cbuf, std::size_t(x.pc.rows() * x.pc.cols()) * sizeof(T)), cp = x.cbuf.as<T>();
     const MultiplyCall call{dt, &al, a, b, x.ip_c ? &be : &zero, cp, x.pc.rows(), x.pc.cols(), ldc};
+    // The parts' boundaries: on the host the lanes are settled there already; on a GPU this
+    // waits for the queued unpacking (the algorithm's first transfer would wait for it too).
+    auto lap = [&](double& part) {
+      sp.synchronize();
+      const double t = MPI_Wtime();
+      part = t - t0, t0 = t;
+    };
+    lap(x.seconds.redistribute_in);
     if (x.device) {
       sp.comm_waits_for_compute();  // the algorithm's transfers read what the unpacking wrote
       x.algo->multiply_device(sp, call);
@@ -297,8 +310,9 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     } else {
       x.algo->multiply_call(*x.engine, call);
     }
+    lap(x.seconds.multiply);
     if (!x.ip_c) x.rc.execute<T>(sp, dc, cp, c, x.scratch, false, &be);
-    sp.synchronize();
+    lap(x.seconds.redistribute_out);
   });
 }
 
