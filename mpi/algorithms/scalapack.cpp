@@ -3,6 +3,8 @@
 // BLACS grid (the same grid shape SUMMA would choose); the library's own BLAS does the local work.
 #include <mpi.h>
 
+#include "scalapack.hpp"
+
 #include "algorithms.hpp"
 #include "../runtime/grid.hpp"
 
@@ -33,33 +35,6 @@ DISTMM_PGEMM(pzgemm_, std::complex<double>)
 namespace distmm {
 namespace {
 
-// A BLACS process grid over a communicator, released on destruction.
-class BlacsGrid {
- public:
-  BlacsGrid(const Comm& comm, int pr, int pc) {
-    handle_ = Csys2blacs_handle(comm.get());
-    ctxt_ = handle_;
-    Cblacs_gridinit(&ctxt_, "Row", pr, pc);
-    int npr, npc;
-    Cblacs_gridinfo(ctxt_, &npr, &npc, &row_, &col_);
-  }
-  ~BlacsGrid() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return;
-    Cblacs_gridexit(ctxt_);
-    Cfree_blacs_system_handle(handle_);
-  }
-  BlacsGrid(const BlacsGrid&) = delete;
-  BlacsGrid& operator=(const BlacsGrid&) = delete;
-  int ctxt() const { return ctxt_; }
-  int row() const { return row_; }
-  int col() const { return col_; }
-
- private:
-  int handle_ = 0, ctxt_ = 0, row_ = 0, col_ = 0;
-};
-
 // The P?GEMM of T (s, d, c, z: DtypeTraits<T>::blas_letter).
 template <class T>
 constexpr auto pgemm() {
@@ -80,6 +55,49 @@ std::vector<Run> cyclic_runs(index_t n, index_t nb, int p, int nprocs) {
   for (index_t b = p; b * nb < n; b += nprocs) runs.push_back({b * nb, std::min(nb, n - b * nb)});
   return runs;
 }
+
+}  // namespace
+
+BlacsGrid::BlacsGrid(const Comm& comm, int nprow, int npcol) {
+  handle_ = Csys2blacs_handle(comm.get());
+  ctxt_ = handle_;
+  Cblacs_gridinit(&ctxt_, "Row", nprow, npcol);
+  int npr, npc;
+  Cblacs_gridinfo(ctxt_, &npr, &npc, &row_, &col_);
+}
+
+BlacsGrid::~BlacsGrid() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  Cblacs_gridexit(ctxt_);
+  Cfree_blacs_system_handle(handle_);
+}
+
+ScalapackDesc scalapack_desc(const BlacsGrid& grid, index_t rows, index_t cols, index_t mb, index_t nb, index_t lld) {
+  int m = to_int(rows), n = to_int(cols), b_rows = to_int(mb), b_cols = to_int(nb), zero = 0, info = 0,
+      ctxt = grid.ctxt(), ld = std::max(1, to_int(lld));
+  ScalapackDesc d{};
+  descinit_(d.data(), &m, &n, &b_rows, &b_cols, &zero, &zero, &ctxt, &ld, &info);
+  return d;
+}
+
+template <class T>
+void scalapack_gemm(T alpha, const T* A, const ScalapackDesc& desc_a, const T* B, const ScalapackDesc& desc_b,
+                    T beta, T* C, const ScalapackDesc& desc_c) {
+  const int m = desc_c[2], n = desc_c[3], k = desc_a[3], one = 1;
+  // ScaLAPACK reads nothing from empty local arrays but wants valid pointers.
+  T dummy[1] = {T(0)};
+  pgemm<T>()("N", "N", &m, &n, &k, &alpha, A ? A : dummy, &one, &one, desc_a.data(), B ? B : dummy, &one, &one,
+             desc_b.data(), &beta, C ? C : dummy, &one, &one, desc_c.data());
+}
+#define DISTMM_SCALAPACK_GEMM(T)                                                                       \
+  template void scalapack_gemm<T>(T, const T*, const ScalapackDesc&, const T*, const ScalapackDesc&, T, T*, \
+                                  const ScalapackDesc&);
+DISTMM_FOR_EACH_TYPE(DISTMM_SCALAPACK_GEMM)
+#undef DISTMM_SCALAPACK_GEMM
+
+namespace {
 
 class Scalapack final : public AlgorithmBase<Scalapack> {
  public:
@@ -134,21 +152,11 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
 
   template <class T>
   void run(Engine&, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    int m = to_int(s_.m), n = to_int(s_.n), k = to_int(s_.k), nb = to_int(nb_), zero = 0, one = 1,
-        info = 0, ctxt = grid_.ctxt();
-    int desca[9], descb[9], descc[9];
-    auto lld = [&](const auto& M) { return std::max(1, static_cast<int>(M.ld)); };
-    int la = lld(A), lb = lld(B), lc = lld(C);
-    descinit_(desca, &m, &k, &nb, &nb, &zero, &zero, &ctxt, &la, &info);
-    descinit_(descb, &k, &n, &nb, &nb, &zero, &zero, &ctxt, &lb, &info);
-    descinit_(descc, &m, &n, &nb, &nb, &zero, &zero, &ctxt, &lc, &info);
-    // ScaLAPACK reads nothing from empty local arrays but wants valid pointers.
-    T dummy[1] = {T(0)};
-    const T* a = A.size() ? A.data : dummy;
-    const T* b = B.size() ? B.data : dummy;
-    T* c = C.size() ? C.data : dummy;
-    pgemm<T>()("N", "N", &m, &n, &k, &alpha, a, &one, &one, desca, b, &one, &one, descb, &beta, c,
-               &one, &one, descc);
+    const ScalapackDesc da = scalapack_desc(grid_, s_.m, s_.k, nb_, nb_, A.ld),
+                        db = scalapack_desc(grid_, s_.k, s_.n, nb_, nb_, B.ld),
+                        dc = scalapack_desc(grid_, s_.m, s_.n, nb_, nb_, C.ld);
+    scalapack_gemm<T>(alpha, A.size() ? A.data : nullptr, da, B.size() ? B.data : nullptr, db, beta,
+                      C.size() ? C.data : nullptr, dc);
   }
 
  private:

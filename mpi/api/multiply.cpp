@@ -48,6 +48,7 @@ struct MultiplyPlan::Impl {
   void reserve_buffers();
   void stage_in(const void*& A, const void*& B, void*& C, const void* beta);
   void stage_out(void* C);
+  ExecuteSeconds seconds;  // the last execute's parts, this rank's
 };
 
 namespace {
@@ -392,6 +393,7 @@ std::string MultiplyPlan::transport() const {
 }
 index_t MultiplyPlan::held_elements() const { return impl_->held; }
 index_t MultiplyPlan::held_elements_identity() const { return impl_->held_identity; }
+MultiplyPlan::ExecuteSeconds MultiplyPlan::last_seconds() const { return impl_->seconds; }
 
 void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, const void* B, const void* beta,
                                 void* C) {
@@ -401,8 +403,10 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
                                 " but was given " + info(dt).name + ": make a plan for " + info(dt).name);
   DeviceSpace& sp = *x.space;
   DeviceComm& dc = *x.dcomm;
+  x.seconds = {};
+  double t0 = MPI_Wtime();
   void* const C_caller = C;
-  x.stage_in(A, B, C, beta);  // host matrices of a device plan into their device copies
+  x.stage_in(A, B, C, beta);  // host matrices of a device plan into their device copies (counted in)
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T al = *static_cast<const T*>(alpha), be = *static_cast<const T*>(beta);
@@ -417,6 +421,7 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
           for (index_t j = 0; j < n; ++j) sp.zero(p + j * t.ld, std::size_t(r) * sizeof(T), DeviceSpace::Lane::compute);
       }
       sp.synchronize();
+      x.seconds.multiply = MPI_Wtime() - t0, t0 = MPI_Wtime();
       return;
     }
     // The operands in the algorithm's layout, in the space: in place, or redistributed into the
@@ -438,6 +443,14 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     if (x.ip_c) cp = c + x.ip_c->offset, ldc = x.ip_c->ld;
     else cp = x.cbuf.as<T>();
     const MultiplyCall call{dt, &al, a, b, x.ip_c ? &be : &zero, cp, x.pc.rows(), x.pc.cols(), ldc};
+    // The parts' boundaries: on the host the lanes are settled there already; on a GPU this
+    // waits for the queued unpacking (the algorithm's first transfer would wait for it too).
+    auto lap = [&](double& part) {
+      sp.synchronize();
+      const double t = MPI_Wtime();
+      part = t - t0, t0 = t;
+    };
+    lap(x.seconds.redistribute_in);
     if (x.algo_in_space) {
       sp.comm_waits_for_compute();  // the algorithm's transfers read what the unpacking wrote
       x.algo->multiply_device(sp, call);
@@ -445,10 +458,12 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     } else {
       x.algo->multiply_call(*x.engine, call);
     }
+    lap(x.seconds.multiply);
     if (!x.ip_c) x.rc.execute<T>(sp, dc, cp, c, x.scratch, false, &be);
-    sp.synchronize();
+    lap(x.seconds.redistribute_out);
   });
-  x.stage_out(C_caller);
+  x.stage_out(C_caller);  // (counted out)
+  if (C_caller != C) x.seconds.redistribute_out += MPI_Wtime() - t0;
 }
 
 }  // namespace distmm

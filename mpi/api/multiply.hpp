@@ -130,6 +130,18 @@ class MultiplyPlan {
   index_t held_elements() const;
   index_t held_elements_identity() const;
 
+  // This rank's seconds (MPI_Wtime) in the last execute(): A and B into the algorithm's layout,
+  // the algorithm's multiply, and C's way back (with beta C). No collective takes them: each rank
+  // times its own parts, the busiest rank's sum is about the execute's time. Device memory: the
+  // space is synchronized at the two boundaries (a wait of the host for the GPU's queue, which
+  // the algorithm's first transfer waits for anyway), so the parts are the GPU's too. m, n or k
+  // 0: the scaling of C counts as the multiply.
+  struct ExecuteSeconds {
+    double redistribute_in = 0, multiply = 0, redistribute_out = 0;
+    double total() const { return redistribute_in + multiply + redistribute_out; }
+  };
+  ExecuteSeconds last_seconds() const;
+
   // Collective: C = alpha op(A) op(B) + beta C on this rank's base pointers (the layouts'
   // offsets count from them). T must be the plan's dtype.
   template <class T>

@@ -13,6 +13,13 @@ class App;
 
 namespace distmm {
 
+// "a|b|c": names for a help text or a message.
+inline std::string joined(const std::vector<std::string>& v, const char* sep = "|") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
 // What this rank was launched with, as (name, value) fields: the parsed command and every one
 // of its options (given or not; the input files among them with their sizes and modification
 // times), then the DISTMM_* settings (launch_agreement.cpp).
@@ -51,6 +58,20 @@ struct CalibrateOptions {
   int threads = 0;
 };
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
+
+// `distmm layout-bench`: MultiplyPlan on block-cyclic or slab layouts against ScaLAPACK's
+// P?GEMM on the same local arrays, interleaved (layout_bench_command.cpp).
+struct LayoutBenchOptions {
+  index_t size = 0, m = 0, n = 0, k = 0;  // read where given
+  std::string dtype = "f64", layout = "block-cyclic", grid, algo = "auto", json;
+  index_t nb = 64;
+  int warmup = 1, repeat = 5;
+  bool no_pdgemm = false;
+  const CLI::App* app = nullptr;  // the parsed subcommand: which options the user gave
+  bool given(const std::string& flag) const;
+};
+void add_layout_bench_options(CLI::App& app, LayoutBenchOptions& o);
+int layout_bench_command(const LayoutBenchOptions& o, std::ostream& os, int rank);
 
 
 }  // namespace distmm

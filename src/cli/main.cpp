@@ -1,5 +1,5 @@
-// The distmm command line: `distmm run`, `info`, `accuracy`, `engine-bench`, `tune`,
-// `gpu-bench`. Runs alone as one process (single-node development mode) or under mpirun/srun;
+// The distmm command line: `distmm run`, `info`, `accuracy`, `engine-bench`, `layout-bench`,
+// `tune`, `gpu-bench`. Runs alone as one process (single-node development mode) or under mpirun/srun;
 // every rank parses its arguments and the ranks compare what they parsed first (an MPMD launch
 // may give them different ones), so bad input is detected on all ranks alike and all leave with
 // exit code 2. The CLI is a client of the library (<distmm/distmm.hpp>).
@@ -121,6 +121,11 @@ int dispatch(int argc, char** argv, int rank) {
   xb->add_option("--repeat", xo.repeat, "Timed repetitions")->capture_default_str()->check(kRepeats);
   xb->add_option("--json", xo.json, "Append one JSON line per row");
 
+  distmm::LayoutBenchOptions lo;
+  CLI::App* lbench = app.add_subcommand(
+      "layout-bench", "distmm on block-cyclic or slab layouts against PDGEMM on the same arrays, interleaved");
+  distmm::add_layout_bench_options(*lbench, lo);
+
   // Errors wait until the ranks have compared what they parsed: a rank that left alone would
   // leave the others in a collective.
   std::string parse_error, help;
@@ -174,6 +179,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (info->parsed()) return distmm::info_command(std::cout, rank);
   if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
   if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
+  if (lbench->parsed()) return distmm::layout_bench_command(lo, std::cout, rank);
   if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;
   bo.error = !gb_no_error;
   if (gb->parsed()) return rank == 0 ? distmm::gpu_bench_command(bo, std::cout) : 0;

@@ -13,17 +13,12 @@
 #include "../core/settings.hpp"
 #include "../core/system.hpp"
 #include "../core/timer.hpp"
+#include "commands.hpp"
 #include "report.hpp"
 
 namespace distmm {
 
 namespace {
-
-std::string joined(const std::vector<std::string>& v, const char* sep = "|") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 // Rank 0 shows "step i of N" on a terminal once a run has lasted a few seconds.
 class Progress {

@@ -225,6 +225,8 @@ TEST_P(MultiplyIn, PlanReusedForSeveralExecutes) {
     EXPECT_EQ(check_multiply<std::complex<double>>(plan, Op::N, la, Op::N, lb, lc, {1.0 + rep, -1.0}, {0.5 * rep, 0}, rep),
               0)
         << rep;
+  const MultiplyPlan::ExecuteSeconds t = plan.last_seconds();  // the last execute's parts, this rank's
+  EXPECT_TRUE(t.redistribute_in >= 0 && t.multiply >= 0 && t.redistribute_out >= 0 && t.total() > 0);
 }
 
 TEST_P(MultiplyIn, KZeroScalesC) {
