@@ -26,6 +26,8 @@ import statistics
 import sys
 import time
 
+from bench_grid import grid_2d  # (this folder is on sys.path: the script's own)
+
 try:
     import numpy as np
     import jax
@@ -41,17 +43,6 @@ DTYPES = {"f64": jnp.float64, "f32": jnp.float32}
 COLLECTIVES = ("all-gather", "all-to-all", "all-reduce", "reduce-scatter", "collective-permute")
 
 
-def grid_2d(p, m, n):
-    """distmm's choose_grid_2d (mpi/runtime/grid.cpp): pr x pc = p minimising m pc + n pr, the first."""
-    best, cost = (p, 1), float("inf")
-    for pr in range(1, p + 1):
-        if p % pr:
-            continue
-        pc = p // pr
-        c = float(m) * pc + float(n) * pr
-        if c < cost - 1e-9:
-            best, cost = (pr, pc), c
-    return best
 
 
 def collectives(compiled_text):

@@ -39,6 +39,8 @@ import os
 import sys
 import time
 
+from bench_grid import grid_2d  # (this folder is on sys.path: the script's own)
+
 import numpy as np
 from mpi4py import MPI
 
@@ -52,17 +54,6 @@ DTYPES = {"f64": np.float64, "f32": np.float32}
 LAYOUTS = ("blocks", "blocks-c", "rows", "rows-f")
 
 
-def grid_2d(p, m, n):
-    """distmm's choose_grid_2d (mpi/runtime/grid.cpp): pr x pc = p minimising m pc + n pr, the first."""
-    best, cost = (p, 1), float("inf")
-    for pr in range(1, p + 1):
-        if p % pr:
-            continue
-        pc = p // pr
-        c = float(m) * pc + float(n) * pr
-        if c < cost - 1e-9:
-            best, cost = (pr, pc), c
-    return best
 
 
 def part(n, parts, i):
@@ -92,15 +83,6 @@ def pieces(layout, P, rank, m, n, k):
         lays.append(distmm.RowSlabs(r, c))
     return boxes, lays, ("C" if layout == "rows" else "F"), "%dx%d" % grid_2d(P, m, n)
 
-
-class GpuView:
-    """Host memory shown as a GPU array (__cuda_array_interface__, what CuPy shows) for the emulated
-    device: distmm reads pointer, shape and strides and copies nothing."""
-
-    def __init__(self, x):
-        self.x = x
-        self.__cuda_array_interface__ = {"shape": x.shape, "typestr": x.dtype.str, "version": 3,
-                                         "data": (x.ctypes.data, False), "strides": x.strides}
 
 
 class Backend:
@@ -219,7 +201,7 @@ def run_case(be, comm, args, dname, layout):
     if args.options:
         options += " " + args.options
     # what distmm is given: the arrays (CuPy's on the GPU), or views that show host memory as GPU arrays
-    da, db, dc = (GpuView(x) for x in (a, b, c)) if args.emulate_device else (a, b, c)
+    da, db, dc = (distmm.DeviceView(x) for x in (a, b, c)) if args.emulate_device else (a, b, c)
     comm.Barrier()
     t0 = MPI.Wtime()
     plan = distmm.Plan(da, db, dc, layout=tuple(lays), comm=comm, options=options)

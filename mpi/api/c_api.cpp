@@ -160,16 +160,6 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
   return "";
 }
 
-// Elements from this rank's base pointer that its tiles reach.
-distmm_index extent(const RankTiles& tiles) {
-  distmm_index e = 0;
-  for (const Tile& t : tiles) {
-    const index_t r = Tile::total(t.rows), c = Tile::total(t.cols);
-    if (r > 0 && c > 0) e = std::max(e, t.addr(r - 1, c - 1) + 1);
-  }
-  return e;
-}
-
 int plan_create(distmm_plan* out, MPI_Comm comm, int dtype, int op_a, distmm_layout la, int op_b,
                 distmm_layout lb, distmm_layout lc, const char* options) {
   const char* fn = "distmm_plan_create: ";
@@ -211,7 +201,7 @@ int plan_create(distmm_plan* out, MPI_Comm comm, int dtype, int op_a, distmm_lay
     p->algorithm = p->plan.algorithm_name();
     const Comm c(comm, false);
     for (int i = 0; i < 3; ++i)
-      p->extent[i] = extent(resolve(*ls[i]->layout, c, std::string(1, "ABC"[i])).ranks[std::size_t(c.rank())]);
+      p->extent[i] = local_extent(resolve(*ls[i]->layout, c, std::string(1, "ABC"[i])).ranks[std::size_t(c.rank())]);
   });
   // Agreed again: a rank that failed where the others did not still leaves with them.
   if (const int s = agree(comm, st, msg); s != DISTMM_SUCCESS) {

@@ -81,16 +81,6 @@ std::string names(const std::array<bool, 3>& pick) {
   return s;
 }
 
-// Elements from this rank's base pointer that its tiles reach (padding between them included).
-index_t extent(const RankTiles& tiles) {
-  index_t e = 0;
-  for (const Tile& t : tiles) {
-    const index_t r = Tile::total(t.rows), c = Tile::total(t.cols);
-    if (r > 0 && c > 0) e = std::max(e, t.addr(r - 1, c - 1) + 1);
-  }
-  return e;
-}
-
 // f(offset, ld, rows, cols) for each tile's storage as a column-major block (a row-major tile's
 // transpose): what a staged matrix copies, its elements and nothing between them.
 template <class F>
@@ -282,7 +272,7 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
 std::size_t MultiplyPlan::Impl::staged_bytes() const {
   std::size_t b = 0;
   for (std::size_t i = 0; i < 3; ++i)
-    if (staged[i]) b += std::size_t(extent(tiles[i])) * size_of(dtype);
+    if (staged[i]) b += std::size_t(local_extent(tiles[i])) * size_of(dtype);
   return b;
 }
 
@@ -295,7 +285,7 @@ void MultiplyPlan::Impl::reserve_buffers() {
     const std::size_t e = size_of(dtype);
     auto block = [&](DeviceBlock& b, std::size_t bytes) { reserve(*space, b, bytes); };
     for (std::size_t i = 0; i < 3; ++i)
-      if (staged[i]) block(stage[i], std::size_t(extent(tiles[i])) * e);
+      if (staged[i]) block(stage[i], std::size_t(local_extent(tiles[i])) * e);
     if (algo) {
       if (!ip_a) block(abuf, std::size_t(pa.rows() * pa.cols()) * e);
       if (!ip_b) block(bbuf, std::size_t(pb.rows() * pb.cols()) * e);

@@ -333,6 +333,15 @@ bool boxes_meet(const Tile& a, const Tile& b) {
   return meet(a.rows, b.rows) && meet(a.cols, b.cols);
 }
 
+index_t local_extent(const RankTiles& tiles) {
+  index_t e = 0;
+  for (const Tile& t : tiles) {
+    const index_t r = Tile::total(t.rows), c = Tile::total(t.cols);
+    if (r > 0 && c > 0) e = std::max(e, t.addr(r - 1, c - 1) + 1);
+  }
+  return e;
+}
+
 index_t overlap_elements(const RankTiles& a, const RankTiles& b) {
   index_t v = 0;
   for (const Tile& x : a)

@@ -146,6 +146,9 @@ ResolvedLayout transposed(const ResolvedLayout& l);
 ResolvedLayout from_pieces(index_t rows, index_t cols, const std::vector<Piece>& pieces);
 Tile piece_tile(const Piece& p);
 
+// Elements from a rank's base pointer that its tiles reach (padding between them included): the
+// storage its buffer must have.
+index_t local_extent(const RankTiles& tiles);
 // Elements that a and b hold in common (the volume a rank already has of another's part).
 index_t overlap_elements(const RankTiles& a, const RankTiles& b);
 // Elements per pair: held[p][r] = what rank p holds in `have` of rank r's part in `want`,

@@ -36,10 +36,22 @@ import numpy as np
 from . import _capi as _c
 
 __all__ = ["matmul", "Plan", "BlockCyclic", "RowSlabs", "ColSlabs", "Blocks", "Block", "Error",
-           "ArgumentError", "LayoutError", "UsageError", "DeviceMemoryError", "even_sizes", "device_support"]
+           "ArgumentError", "LayoutError", "UsageError", "DeviceMemoryError", "even_sizes", "device_support", "DeviceView"]
 
 
 # ---- errors ----
+
+class DeviceView:
+    """A NumPy array shown as a GPU array (__cuda_array_interface__, as CuPy shows one), for the
+    option emulate_device=1: a program's GPU path (device layouts, the redistribution and the
+    algorithm's device schedule) run in host memory, where no GPU is. distmm reads the pointer,
+    shape and strides and copies nothing; results land in the NumPy array."""
+
+    def __init__(self, x):
+        self.x = x
+        self.__cuda_array_interface__ = {"shape": x.shape, "typestr": x.dtype.str, "version": 3,
+                                         "data": (x.ctypes.data, False), "strides": x.strides}
+
 
 class Error(Exception):
     """A distmm error, raised on every rank of the communicator with the same message."""

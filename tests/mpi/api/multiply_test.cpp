@@ -294,7 +294,7 @@ TEST_P(MultiplyIn, MixedMemoriesBetaZeroReusedKZero) {
     const Layout* ls[3] = {&la, &lb, &lc};
     for (int i = 0; i < 3; ++i)
       if (!(mix >> i & 1))
-        staged += std::size_t(testing::local_extent(resolve(*ls[i], world, "X").ranks[std::size_t(me)])) * 16;
+        staged += std::size_t(distmm::local_extent(resolve(*ls[i], world, "X").ranks[std::size_t(me)])) * 16;
     const MultiplyPlan all(world, Dtype::c64, Op::N, placed(la), Op::N, placed(lb), placed(lc), placed(MultiplyOptions{}));
     EXPECT_GE(plan.memory_bytes(), staged);
     EXPECT_GE(plan.memory_bytes(), all.memory_bytes());

@@ -3,7 +3,7 @@ op pair (N, T, C), A, B and C in block-cyclic, row or column slabs, one block pe
 blocks in a flat buffer, C- and F-order (and padded) arrays, a plan executed twice, and errors
 (a bad layout, one rank's wrong shape, a GPU array on one rank, a bad option) raised on every
 rank with the same message. GPU arrays: host memory shown through __cuda_array_interface__
-(GpuView) with the option emulate_device=1 runs the device path on the emulated device, taken
+(distmm.DeviceView) with the option emulate_device=1 runs the device path on the emulated device, taken
 without copies, and host and GPU arrays mixed (the host ones staged through the device); on a GPU machine DISTMM_TEST_CUPY=1 runs the same cases on CuPy arrays and
 DISTMM_TEST_TORCH=1 on PyTorch CUDA tensors (through __cuda_array_interface__, and through DLPack alone). Inputs are small integers: every element is checked exactly.
 Run: PYTHONPATH=build/python mpirun -n 4 python3 tests/mpi/api/python_test.py"""
@@ -112,15 +112,6 @@ KINDS = ["bc", "rows", "cols", "block", "flat"]
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-class GpuView:
-    """Host memory shown as a GPU array (what CuPy shows: __cuda_array_interface__), for the emulated
-    device: distmm reads pointer, shape and strides and copies nothing."""
-
-    def __init__(self, x):
-        self.x = x
-        self.__cuda_array_interface__ = {"shape": x.shape, "typestr": x.dtype.str, "version": 3,
-                                         "data": (x.ctypes.data, False), "strides": x.strides}
-
 
 CUPY = TORCH = None
 _env = __import__("os").environ
@@ -146,9 +137,9 @@ class DLPackOnly:
 
 
 def to_device(x, mode):
-    """x as the test's memory `mode`: None (host), "emulated" (GpuView), "cupy" (a CuPy copy, same strides)."""
+    """x as the test's memory `mode`: None (host), "emulated" (distmm.DeviceView), "cupy" (a CuPy copy, same strides)."""
     if mode == "emulated":
-        return GpuView(x)
+        return distmm.DeviceView(x)
     if mode == "cupy":  # the cases' arrays are tight: the same strides on the GPU
         return CUPY.asarray(x, order="F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C")
     if mode in ("torch", "dlpack"):  # .cuda() keeps a dense tensor's strides
@@ -281,9 +272,9 @@ A2 = values((5, 4), 3, np.complex128)
 la2, ra2, ca2 = make("bc", 5, 4, 0)
 lb2, rb2, cb2 = make("rows", 5, 3, 0)
 lc2, rc2, cc2 = make("cols", 4, 3, 0)
-agreed_error(lambda: distmm.matmul(GpuView(local(A2, ra2, ca2, "C")), GpuView(local(values((5, 3), 4, np.complex128), rb2,
+agreed_error(lambda: distmm.matmul(distmm.DeviceView(local(A2, ra2, ca2, "C")), distmm.DeviceView(local(values((5, 3), 4, np.complex128), rb2,
                                                                                    cb2, "F")),
-                                   GpuView(np.zeros((4, len(cc2)), np.complex128, order="F")), layout=(la2, lb2, lc2),
+                                   distmm.DeviceView(np.zeros((4, len(cc2)), np.complex128, order="F")), layout=(la2, lb2, lc2),
                                    trans_a="C", options="emulate_device=1"),
              distmm.ArgumentError, "GPU array needing a copy")
 
@@ -310,23 +301,23 @@ agreed_error(lambda: distmm.matmul(wrong, b, cl, layout=(la, lb, lc)), distmm.Ar
 
 
 if P > 1:  # (at one rank, a GPU array on rank 0 is host and GPU arrays mixed)
-    gpu = GpuView(a) if me == 0 else a
+    gpu = distmm.DeviceView(a) if me == 0 else a
     msg = agreed_error(lambda: distmm.matmul(gpu, b, cl, layout=(la, lb, lc), options="emulate_device=1"),
                        distmm.DeviceMemoryError, "GPU array on one rank")
     if msg and "in GPU memory on some ranks" not in msg[1]:
         fail("GPU array on one rank: message does not say so: " + msg[1])
 # host and GPU arrays mixed are taken (C staged through the device), matmul included
-cm = distmm.matmul(GpuView(a), GpuView(b), np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc),
+cm = distmm.matmul(distmm.DeviceView(a), distmm.DeviceView(b), np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc),
                    options="emulate_device=1")
 cases += 1
 if not np.array_equal(cm, (A @ B)[:, cc]):
     fail("host and GPU arrays mixed: wrong C")
 if not distmm.device_support():
-    msg = agreed_error(lambda: distmm.matmul(GpuView(a), b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
+    msg = agreed_error(lambda: distmm.matmul(distmm.DeviceView(a), b, cl, layout=(la, lb, lc)), distmm.DeviceMemoryError,
                        "a GPU array without CUDA")
     if msg and "A is in GPU memory but this build of distmm has no CUDA" not in msg[1]:
         fail("a GPU array without CUDA: message does not say so: " + msg[1])
-msg = agreed_error(lambda: distmm.matmul(GpuView(a), GpuView(b), GpuView(cl), layout=(la, lb, lc),
+msg = agreed_error(lambda: distmm.matmul(distmm.DeviceView(a), distmm.DeviceView(b), distmm.DeviceView(cl), layout=(la, lb, lc),
                                          options="engine=blas"), distmm.DeviceMemoryError, "GPU arrays, host engine")
 if msg and ("computes on the host" if distmm.device_support() else "has no CUDA") not in msg[1]:
     fail("GPU arrays with a host engine: message does not say why: " + msg[1])

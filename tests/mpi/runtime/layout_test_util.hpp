@@ -78,15 +78,6 @@ T value(int seed, index_t i, index_t j) {
   }
 }
 
-// Elements of this rank's storage in a resolved layout (what the tiles reach, padding included).
-inline index_t local_extent(const RankTiles& tiles) {
-  index_t n = 0;
-  for (const Tile& t : tiles) {
-    const index_t r = Tile::total(t.rows), c = Tile::total(t.cols);
-    if (r > 0 && c > 0) n = std::max(n, t.addr(r - 1, c - 1) + 1);
-  }
-  return n;
-}
 
 // f(global i, global j, storage index) for each element this rank holds.
 template <class F>
