@@ -25,22 +25,57 @@
 # over the GPUs; empty: not), BENCH_JSON (JSON lines, default a
 # temporary file), MPIRUN (default: mpirun with root and oversubscription allowed), TABLE_ONLY=1
 # (run nothing: print the tables of BENCH_JSON's lines).
+# MODE=network (issue 42, item 4: a network between the GPUs), on NETWORK_RANKS (4, at most the
+# GPUs) GPUs, f32 and f64 at the sizes given (default 32768 each), REPEAT 4 by default:
+#   - every row twice, alternating: NCCL as it is (NVLink/P2P inside the host) and NCCL with its
+#     peer-to-peer and shared-memory transports off (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, and
+#     NCCL_NET=$NETWORK_NET, default Socket: NCCL's socket transport, as between nodes without
+#     NVLink or InfiniBand); the rows: cublas with summa, cuboid, cannon (square counts) and
+#     --algo auto (the report's choice shown), gpu-winograd as CAPS (--caps-steps $CAPS_STEPS
+#     --formula winograd), so that the choice under the network is visible beside the rest;
+#   - before them, one small run per transport with NCCL_DEBUG=INFO: the transports NCCL reported
+#     ("via P2P/CUMEM", "via NET/Socket/0", ...) go into the table, so a row labelled network that
+#     did not go through the network is seen as such;
+#   - gpu-bench on one GPU (the efficiency's reference), as in MODE=gpus.
+#   The table gives per row the words the busiest rank sent (comm.hpp's count, x the element's
+#   bytes) and the achieved rate they imply: GB/s over the communication phases' time where the
+#   run timed them (host runs of cuboid and CAPS), else over the whole multiply's time: a LOWER
+#   BOUND on the link's rate (the time includes the products the transfers overlap with).
+#   Steps that would start after BUDGET_S (400) seconds are skipped (the log says which), and each
+#   run is stopped after STEP_TIMEOUT (120) seconds, so one call stays within ~9 minutes; a run
+#   that fails or is stopped is reported (FAILED), the table is printed, and the script exits 1.
+# NETWORK=1 (any MODE): every distmm run through NCCL's network transport as above, its rows
+# labelled "network" (the residency column) and kept apart from the others'.
+# HOST_SMOKE=1 (MODE=network): this script's plumbing without GPUs: the emulated device (host
+# memory, --emulate-device) with blas and winograd for cublas and gpu-winograd, n = 256, no
+# gpu-bench or NCCL probe (between ranks the emulated device uses MPI, whatever NCCL_* says).
 # Through the device tool: build here into a folder, carry it and .device, and run
 #   source .device/env.sh && DISTMM_BIN=.bin/distmm bash jobs/bench_multigpu.sh
+#   source .device/env.sh && MODE=network DISTMM_BIN=.bin/distmm bash jobs/bench_multigpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-f32_sizes=${1:-"32768 49152"}
-f64_sizes=${2:-"16384 32768"}
+mode=${MODE:-gpus}
+smoke=${HOST_SMOKE:-}
+case $mode in gpus | scaling | network) ;; *) echo "bench_multigpu.sh: MODE=gpus|scaling|network, not '$mode'" >&2; exit 2 ;; esac
+[ -z "$smoke" ] || [ "$mode" = network ] || { echo "bench_multigpu.sh: HOST_SMOKE=1 is for MODE=network" >&2; exit 2; }
+if [ "$mode" = network ]; then
+  f32_sizes=${1:-$([ -n "$smoke" ] && echo 256 || echo 32768)}
+  f64_sizes=${2:-$([ -n "$smoke" ] && echo 256 || echo 32768)}
+else
+  f32_sizes=${1:-"32768 49152"}
+  f64_sizes=${2:-"16384 32768"}
+fi
 bin=${DISTMM_BIN:-build/distmm}
 table_only=${TABLE_ONLY:-}
 [ -z "$table_only" ] || [ -s "${BENCH_JSON:-}" ] || { echo "bench_multigpu.sh: TABLE_ONLY=1 needs BENCH_JSON=FILE (the JSON lines to tabulate)" >&2; exit 2; }
-[ -n "$table_only" ] || [ -x "$bin" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
+[ -n "$table_only" ] || [ -x "$bin" ] || [ -n "$smoke" ] || bash jobs/build.sh -DDISTMM_CUDA=ON
+[ -n "$table_only" ] || [ -x "$bin" ] || { echo "bench_multigpu.sh: no $bin (DISTMM_BIN)" >&2; exit 2; }
 # An even number of timed runs, ten by default. GPUs held at their 700 W power cap throttle in
 # swings of about 1 s (docs/performance.md, session 21). f64 32768 on two GPUs takes about 0.5 s
 # a run, so its runs go slow, fast, slow, ... from the first run after the warm-up. With an odd
 # count the median is always a slow run; with an even count it lies between the two, at the
 # rate the GPUs sustain (the mean of the runs, within 0.5%). One GPU's 1 s run spans a whole swing.
-repeat=${REPEAT:-10}
+repeat=${REPEAT:-$([ "$mode" = network ] && echo 4 || echo 10)}
 repeat=$(( repeat + repeat % 2 ))
 rounds=${ROUNDS:-1}  # MODE=gpus: each size's rows run this many times, interleaved
 algo=${ALGO:-summa}
@@ -50,23 +85,95 @@ out=${BENCH_JSON:-$(mktemp --suffix=.jsonl)}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NVLink multicast off (it misbehaves on these hosts)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=${MPIRUN:-"mpirun --oversubscribe --bind-to none"}
+# NCCL's network transport for a run (NETWORK=1, and MODE=network's second row of each pair):
+# no P2P (NVLink, PCIe peer copies) and no shared host memory between the ranks of this host,
+# NCCL_NET (default Socket; NETWORK_NET= lets NCCL pick, e.g. InfiniBand where the host has it).
+network_net=${NETWORK_NET-Socket}
+network_env=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)
+[ -z "$network_net" ] || network_env+=("NCCL_NET=$network_net")
+transport=default  # the transport of the runs that follow: default or network
+[ "${NETWORK:-0}" = 1 ] && transport=network
+step_timeout=${STEP_TIMEOUT:-$([ "$mode" = network ] && echo 120 || echo 0)}  # 0: none
+budget=${BUDGET_S:-$([ "$mode" = network ] && echo 400 || echo 0)}             # 0: none
+engines=(cublas gpu-winograd)
+emulate=()
+[ -n "$smoke" ] && engines=(blas winograd) emulate=(--emulate-device)
+start=$SECONDS
+failed=0
 if [ -z "$table_only" ]; then
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-  [ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
+  if [ -n "$smoke" ]; then
+    gpus=${NETWORK_RANKS:-4}
+    echo "HOST_SMOKE: the emulated device on $gpus ranks (host memory; MPI between the ranks)"
+  else
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    [ "$gpus" -ge 1 ] || { echo "bench_multigpu.sh: no GPU visible (nvidia-smi -L)" >&2; exit 1; }
+  fi
   ranks=""
   for p in 1 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks $p"; done
-  echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo (--from-host: $host_algo); JSON lines: $out"
+  echo "GPUs: $gpus; ranks:$ranks; algorithm: $algo (--from-host: $host_algo); transport: $transport; JSON lines: $out"
+  [ "$transport" = default ] || echo "NCCL's network transport: ${network_env[*]}"
   "$bin" info | grep -iE "nccl|gpu" || true
 fi
 
 quiet() { grep -v pmix || true; }
+# The environment of a run on the current transport (env's arguments).
+transport_env() {
+  echo NCCL_NVLS_ENABLE="$NCCL_NVLS_ENABLE"
+  [ "$transport" = default ] || printf '%s\n' "${network_env[@]}"
+}
+over_budget() { [ "$budget" -gt 0 ] && [ $((SECONDS - start)) -ge "$budget" ]; }
 runs() {  # runs P ENGINE DTYPE ALGO [run options]: one distmm run, its JSON line appended
   local p=$1 e=$2 dt=$3 a=$4
   shift 4
-  $mpirun -np "$p" "$bin" run --algo "$a" --engine "$e" --dtype "$dt" --warmup 1 --repeat "$repeat" \
-    --quiet --json "$out" "$@" 2>&1 | quiet
+  if over_budget; then
+    echo "skipped (past BUDGET_S=$budget s): $p ranks $e $dt $a $* ($transport)"
+    return 0
+  fi
+  local tmp rc=0 envs=()
+  tmp=$(mktemp --suffix=.jsonl)
+  mapfile -t envs < <(transport_env)
+  local limit=()
+  [ "$step_timeout" -gt 0 ] && limit=(timeout --kill-after=15 "$step_timeout")
+  # shellcheck disable=SC2086  # $mpirun: the launcher's words
+  "${limit[@]}" env "${envs[@]}" $mpirun -np "$p" "$bin" run --algo "$a" --engine "$e" --dtype "$dt" \
+    --warmup 1 --repeat "$repeat" --quiet --json "$tmp" "${emulate[@]}" "$@" 2>&1 | quiet || rc=$?
+  if [ "$rc" -ne 0 ] || [ ! -s "$tmp" ]; then
+    failed=$((failed + 1))
+    echo "FAILED (exit $rc$([ "$rc" = 124 ] && echo ", past STEP_TIMEOUT=$step_timeout s")): $p ranks $e $dt $a $* ($transport)"
+  fi
+  # each JSON line labelled with the transport it ran on (the table keeps the two apart)
+  python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.strip():
+        print(json.dumps({"bench_mode": sys.argv[4], "bench_transport": sys.argv[2], "bench_nccl_env": sys.argv[3],
+                          **json.loads(l)}))' "$tmp" "$transport" "$(transport_env | xargs)" "$mode" >> "$out"
+  rm -f "$tmp"
 }
-mode=${MODE:-gpus}
+# nccl_probe P: a small run with NCCL_DEBUG=INFO on the current transport; the transports NCCL
+# reported ("via P2P/CUMEM/read", "via NET/Socket/0", "via SHM/direct/direct", ...) and the network
+# it named become one JSON line (command "nccl-probe") for the table.
+nccl_probe() {
+  local p=$1 envs=() log
+  mapfile -t envs < <(transport_env)
+  log=$(mktemp)
+  # shellcheck disable=SC2086  # $mpirun: the launcher's words
+  timeout --kill-after=15 120 env "${envs[@]}" NCCL_DEBUG=INFO $mpirun -np "$p" "$bin" run --algo summa \
+    --engine "${engines[0]}" --dtype f32 --size 4096 --repeat 1 --warmup 0 --verify none --quiet > "$log" 2>&1 || true
+  python3 - "$log" "$transport" "$(transport_env | xargs)" "$p" >> "$out" <<'PY'
+import json, re, sys
+from collections import Counter
+log = open(sys.argv[1], errors="replace").read()
+via = Counter(m.group(1) for m in re.finditer(r" via ([A-Za-z0-9_/]+)", log))
+nets = sorted(set(re.findall(r"Using network (\w+)", log)))
+ver = re.search(r"NCCL version ([0-9][^\s]*)", log)
+print(json.dumps({"command": "nccl-probe", "bench_transport": sys.argv[2], "bench_nccl_env": sys.argv[3],
+                  "ranks": int(sys.argv[4]), "via": dict(via), "networks": nets,
+                  "nccl_version": ver.group(1) if ver else ""}))
+PY
+  echo "NCCL probe ($transport): $(tail -1 "$out")"
+  grep -E "NCCL WARN" "$log" | head -5 || true
+  rm -f "$log"
+}
 if [ -n "$table_only" ]; then
   :  # the tables of the JSON lines already in BENCH_JSON (e.g. several jobs' lines joined)
 elif [ "$mode" = gpus ]; then
@@ -95,6 +202,39 @@ elif [ "$mode" = gpus ]; then
      done
     done
   done
+elif [ "$mode" = network ]; then
+  p=${NETWORK_RANKS:-4}
+  [ "$p" -le "$gpus" ] || p=$gpus
+  [ "$p" -ge 2 ] || { echo "bench_multigpu.sh: MODE=network needs 2 or more GPUs ($gpus visible)" >&2; exit 1; }
+  algos="summa cuboid"
+  r=$(python3 -c "import math; print(math.isqrt($p))")
+  [ $((r * r)) -eq "$p" ] && algos="$algos cannon"
+  algos="$algos auto"
+  if [ -z "$smoke" ]; then
+    for transport in default network; do nccl_probe "$p"; done
+  fi
+  for dt in f32 f64; do
+    sizes=$f32_sizes
+    [ "$dt" = f64 ] && sizes=$f64_sizes
+    for n in $sizes; do
+     for round in $(seq "$rounds"); do
+      echo "$dt $n on $p GPUs: round $round of $rounds (+$((SECONDS - start)) s)"
+      if [ -z "$smoke" ] && ! over_budget; then
+        "$bin" gpu-bench --dtype "$dt" --sizes "$n" --engines gpu-winograd --levels 1 2 3 4 \
+          --repeat "$repeat" --no-error --json "$out" 2>&1 | grep '^|' | quiet
+      fi
+      for a in $algos; do
+        for transport in default network; do runs "$p" "${engines[0]}" "$dt" "$a" --size "$n"; done
+      done
+      if [ -n "$caps_steps" ]; then
+        for transport in default network; do
+          runs "$p" "${engines[1]}" "$dt" caps --caps-steps "$caps_steps" --formula winograd --size "$n"
+        done
+      fi
+     done
+    done
+  done
+  transport=default
 else
   for spec in "f32 ${SCALING_F32:-65536}" "f64 ${SCALING_F64:-49152}"; do
     read -r dt n <<< "$spec"
@@ -145,16 +285,21 @@ gb = grouped((r for r in rows if r.get("command") == "gpu-bench"),
 bench = {}  # (dtype, n, engine) -> one-GPU gpu-bench seconds (gpu-winograd: its best level)
 for (dt, n, e, _), r in gb.items():
     bench[(dt, n, e)] = min(bench.get((dt, n, e), 1e30), r["time_median"])
+# (the transport a row ran on and whether auto chose its algorithm keep rows apart)
 runs = list(grouped((r for r in rows if "algo" in r),
                     lambda r: (r["dtype"], r["m"], r["n"], r["k"], r["engine"], r["ranks"], algo_of(r),
-                               bool(r.get("from_host")), r.get("layout", ""))).values())
+                               bool(r.get("from_host")), r.get("layout", ""), r.get("bench_transport", "default"),
+                               r.get("bench_mode", ""), r.get("selection", "").startswith("auto"))).values())
+net_rows = [r for r in runs if r.get("bench_mode") == "network"]  # MODE=network's: their own table
+runs = [r for r in runs if r.get("bench_mode") != "network"]
 xt = {(k[0], k[1]): r for k, r in grouped((r for r in rows if r.get("command") == "xt-bench"),
                                          lambda r: (r["dtype"], r["n"])).items()}
 rounds = max([r["rounds"] for r in runs] + [1])
 if rounds > 1:
     print(f"\n(each row: the median of up to {rounds} rounds' medians; its runs and their spread pool the rounds)")
-print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | runs, fastest-slowest s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+if any(not r.get("from_host") for r in runs):
+    print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | runs, fastest-slowest s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
     k = (r["dtype"], r["m"], r["engine"])
     t, p = r["time_median"], r["ranks"]
@@ -174,11 +319,14 @@ for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["d
     full = r.get("residency", "")
     res = ("device, NCCL" if "NCCL" in full else "device" if "none (one rank)" in full
            else "device, MPI via host" if full.startswith("device") and "MPI" in full else full[:40])
+    if r.get("bench_transport") == "network":
+        res += " (network)"  # NETWORK=1: NCCL without P2P and shared memory
     ts = r["all_times"]
     spread = f"{len(ts)}, {min(ts):.3f}-{max(ts):.3f}" if ts else "-"
     print(f"| {r['dtype']} | {r['m']} | {r['engine']} | {p} | {algo_of(r)} | {res} | {t:.3f} | {spread} | {tflops:.1f} | {speed:.3f}x | {eff:.3f} | {target} |")
-print("\n| dtype | n | engine | GPUs | algorithm | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+if any(r.get("from_host") for r in runs):
+    print("\n| dtype | n | engine | GPUs | algorithm | load s | multiply s | store s | host to host s | cuBLASXt s | speedup over cuBLASXt | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted((r for r in runs if r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["algo"])):
     # streamed runs (stages > 1) time host to host; unstreamed ones load, multiply, store in turn
     total = r["time_median"] if r.get("stages", 1) > 1 else r["load_seconds"] + r["time_median"] + r["store_seconds"]
@@ -225,4 +373,70 @@ if weak:
         base = one.get(r["engine"])
         print(f"| {r['engine']} | {r['ranks']} | {r['m']} | {r['k']} | {r['time_median']:.3f} | "
               f"{(r['time_median'] / base if base else float('nan')):.3f} |")
+# MODE=network: each row on NCCL as it is ("direct": NVLink/P2P inside the host) and on NCCL's
+# network transport (P2P and SHM off), with the words the busiest rank sent and the rate they imply.
+if net_rows:
+    elem = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c32": 8, "c64": 16}
+    comm_words = ("gather", "reduce-scatter", "exchange", "broadcast", "shift", "reduction")
+    probes = {r["bench_transport"]: r for r in rows if r.get("command") == "nccl-probe"}
+    def seen(tr):  # the transports NCCL reported in this transport's probe run
+        pr = probes.get(tr)
+        if not pr:
+            return "not probed"
+        via = sorted(pr.get("via", {}).items(), key=lambda x: -x[1])
+        nets = ("; network " + "/".join(pr["networks"])) if pr.get("networks") else ""
+        return (", ".join(f"{k} x{v}" for k, v in via[:2]) or "no channel lines") + nets
+    def label(r):
+        a = algo_of(r)
+        return f"auto: {a}" if r.get("selection", "").startswith("auto") else a
+    def key(r):
+        return (r["dtype"], r["m"], r["n"], r["k"], r["ranks"], r["engine"], label(r))
+    direct = {key(r): r["time_median"] for r in net_rows if r.get("bench_transport") != "network"}
+    order = {"summa": 0, "cuboid": 1, "cannon": 2, "dns": 3}
+    print("\nBetween the GPUs: direct = NCCL as it is (NVLink/P2P inside the host); network = NCCL with "
+          "P2P and SHM off (" + (probes.get("network", {}).get("bench_nccl_env") or "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1") + ").")
+    print("GB moved = the busiest rank's counted words (mpi/runtime/comm.hpp: point-to-point by the sender, "
+          "collectives by each non-root member) x the element's bytes, one multiply.")
+    print("GB/s >= = GB moved / the multiply's median time: a LOWER BOUND on the rate the link gave (the time "
+          "includes the products the transfers overlap with). GB/s comm = GB moved / the busiest rank's "
+          "communication phases, where the run timed them (host runs of cuboid and CAPS; GPU runs do not).")
+    for tr in ("default", "network"):
+        if tr in probes:
+            print(f"NCCL probe, {'direct' if tr == 'default' else 'network'}: {seen(tr)} (NCCL {probes[tr].get('nccl_version') or '?'})")
+    print("\n| dtype | n | GPUs | engine | algorithm (layout) | between GPUs | time s | TFLOP/s | vs one-GPU gpu-bench | network / direct time | GB moved per rank | GB/s >= (moved / time) | GB/s comm (moved / comm phases) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows_sorted = sorted(net_rows, key=lambda r: (r["dtype"], r["m"], r["engine"] != "cublas" and r["engine"] != "blas",
+                                                   label(r).startswith("auto"), order.get(r["algo"], 9),
+                                                   r.get("bench_transport") == "network"))
+    for r in rows_sorted:
+        t, p = r["time_median"], r["ranks"]
+        nw = r.get("bench_transport") == "network"
+        moved = r.get("words_max", 0) * elem.get(r["dtype"], 8) / 1e9
+        comm_t = sum(v.get("max", 0) for name, v in (r.get("phases") or {}).items()
+                     if any(w in name for w in comm_words))
+        ref = bench.get((r["dtype"], r["m"], r["engine"]))
+        d = direct.get(key(r))
+        lay = r.get("layout", "").split(",")[0]
+        full = r.get("residency", "")
+        via = (("NCCL, " + ("network" if nw else "direct")) if "NCCL" in full
+               else "MPI via host" + (" (NCCL_* set, unused)" if nw else "") if "MPI" in full else full[:30])
+        print(f"| {r['dtype']} | {r['m']} | {p} | {r['engine']} | {label(r)} ({lay}) | {via} | {t:.3f} | "
+              f"{2 * r['m'] * r['n'] * r['k'] / t / 1e12:.1f} | " + (f"{ref / t:.3f}x" if ref else "-") + " | "
+              + (f"{t / d:.2f}x" if nw and d else "-") + f" | {moved:.3g} | {moved / t:.3g} | "
+              + (f"{moved / comm_t:.3g}" if comm_t > 0 else "-") + " |")
+    # auto's choice against the fastest classical row measured on the same transport
+    print()
+    for tr in ("default", "network"):
+        cfgs = sorted({(r["dtype"], r["m"], r["ranks"]) for r in net_rows})
+        for cfg in cfgs:
+            same = [r for r in net_rows if (r["dtype"], r["m"], r["ranks"]) == cfg
+                    and r.get("bench_transport", "default") == tr and r["engine"] in ("cublas", "blas")]
+            auto = [r for r in same if label(r).startswith("auto")]
+            fixed = [r for r in same if not label(r).startswith("auto")]
+            if auto and fixed:
+                best = min(fixed, key=lambda r: r["time_median"])
+                print(f"{'direct' if tr == 'default' else 'network'} {cfg[0]} {cfg[1]} on {cfg[2]} GPUs: auto chose "
+                      f"{algo_of(auto[0])} ({auto[0]['time_median']:.3f} s); fastest explicit row: {best['algo']} "
+                      f"({best['time_median']:.3f} s)")
 PY
+[ "$failed" -eq 0 ] || { echo "bench_multigpu.sh: $failed run(s) failed (FAILED lines above)" >&2; exit 1; }

@@ -3,8 +3,10 @@
 # slurm-wlm and munge when missing, creates a munge key, starts munged, slurmctld and slurmd with
 # a generated slurm.conf (enough CPUs declared for 9 tasks), submits each CPU script with small
 # sizes, waits with a bounded timeout, and checks the job state, the exit code and the verified
-# result; the GPU script is checked with `sbatch --test-only`. Runs as root; the daemons are
-# stopped by their pids at the end, also when a check fails.
+# result; the GPU script is checked with `sbatch --test-only` (--gpus-per-node, --gres,
+# --gpus-per-task) and, before anything needs root, by its launch lines for 2 nodes x 4 GPUs
+# (DRY_RUN=1). Runs as root; the daemons are stopped by their pids at the end, also when a check
+# fails.
 # usage: slurm_test.sh SOURCE_DIR DISTMM
 set -uo pipefail
 src=$(cd "$1" && pwd) distmm=$(readlink -f "$2")
@@ -12,7 +14,29 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok: $1"; }
 bad() { fail=$((fail + 1)); echo "FAILED: $1"; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "skipped: the Slurm test starts daemons and must run as root"; exit 77; fi
+# gpu.sbatch's launch lines for 2 nodes x 4 GPUs (DRY_RUN=1 prints them; no Slurm or GPU needed):
+# one rank per GPU on every node, the NCCL settings exported (and passed on by mpirun's -x).
+sim=(env SLURM_JOB_NUM_NODES=2 SLURM_NTASKS=8 SLURM_NTASKS_PER_NODE=4 SLURM_GPUS_ON_NODE=4
+     SLURM_CPUS_PER_TASK=2 SLURM_JOB_ID=1 DRY_RUN=1 DISTMM=/bin/true NCCL_SOCKET_IFNAME=eth0)
+dry=$("${sim[@]}" bash "$src/jobs/gpu.sbatch" 2>&1)
+if grep -q "^srun --mpi=pmix --cpu-bind=cores /bin/true run " <<< "$dry" && grep -q "NCCL_NVLS_ENABLE=0" <<< "$dry" &&
+   grep -q "2 node(s) x 4 rank(s), 4 GPU(s) per node" <<< "$dry" && ! grep -q "^note:" <<< "$dry"; then
+  ok "gpu.sbatch on 2 nodes x 4 GPUs (dry run): srun, NCCL_NVLS_ENABLE=0"
+else bad "gpu.sbatch dry run (srun): $dry"; fi
+dry=$("${sim[@]}" LAUNCHER=mpirun bash "$src/jobs/gpu.sbatch" 2>&1)
+if grep -q "^mpirun -n 8 --map-by ppr:4:node:PE=2 --bind-to core .*-x NCCL_SOCKET_IFNAME .*/bin/true run " <<< "$dry" &&
+   grep -q -- "-x NCCL_NVLS_ENABLE" <<< "$dry"; then
+  ok "gpu.sbatch on 2 nodes x 4 GPUs (dry run): mpirun -n 8 --map-by ppr:4:node, NCCL_* passed with -x"
+else bad "gpu.sbatch dry run (mpirun): $dry"; fi
+dry=$("${sim[@]}" SLURM_NTASKS_PER_NODE=8 bash "$src/jobs/gpu.sbatch" 2>&1)
+if grep -q "^note: 8 ranks per node on 4 GPUs" <<< "$dry"; then ok "gpu.sbatch warns of more ranks than GPUs per node"
+else bad "gpu.sbatch dry run, 8 ranks on 4 GPUs: $dry"; fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skipped: the Slurm test starts daemons and must run as root ($pass passed, $fail failed before)"
+  [ "$fail" -eq 0 ] && exit 77
+  exit 1
+fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   echo "installing slurm-wlm and munge"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null ||
@@ -137,6 +161,12 @@ else bad "gpu.sbatch --test-only: $( (cd "$work" && sbatch --test-only "$src/job
 if (cd "$work" && sbatch --test-only --gpus-per-node=4 --ntasks-per-node=4 "$src/jobs/gpu.sbatch") 2>&1 | grep -q "to start at"; then
   ok "gpu.sbatch with --gpus-per-node accepted by --test-only"
 else bad "gpu.sbatch --gpus-per-node --test-only"; fi
+if (cd "$work" && sbatch --test-only --gpus-per-node=0 --gres=gpu:4 --ntasks-per-node=4 "$src/jobs/gpu.sbatch") 2>&1 | grep -q "to start at"; then
+  ok "gpu.sbatch with --gres=gpu:4 accepted by --test-only"
+else bad "gpu.sbatch --gres=gpu:4 --test-only: $( (cd "$work" && sbatch --test-only --gpus-per-node=0 --gres=gpu:4 --ntasks-per-node=4 "$src/jobs/gpu.sbatch") 2>&1)"; fi
+if (cd "$work" && sbatch --test-only --gpus-per-node=0 --gpus-per-task=1 "$src/jobs/gpu.sbatch") 2>&1 | grep -q "to start at"; then
+  ok "gpu.sbatch with --gpus-per-task=1 accepted by --test-only"
+else bad "gpu.sbatch --gpus-per-task=1 --test-only: $( (cd "$work" && sbatch --test-only --gpus-per-node=0 --gpus-per-task=1 "$src/jobs/gpu.sbatch") 2>&1)"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
