@@ -398,8 +398,9 @@ if net_rows:
     print("GB moved = the busiest rank's counted words (mpi/runtime/comm.hpp: point-to-point by the sender, "
           "collectives by each non-root member) x the element's bytes, one multiply.")
     print("GB/s >= = GB moved / the multiply's median time: a LOWER BOUND on the rate the link gave (the time "
-          "includes the products the transfers overlap with). GB/s comm = GB moved / the busiest rank's "
-          "communication phases, where the run timed them (host runs of cuboid and CAPS; GPU runs do not).")
+          "includes the products the transfers overlap with). GB/s comm = GB moved / the communication "
+          "phases' seconds (each phase's max over the ranks, summed; the last run), where the run timed them "
+          "(host runs of cuboid and CAPS; GPU runs do not).")
     for tr in ("default", "network"):
         if tr in probes:
             print(f"NCCL probe, {'direct' if tr == 'default' else 'network'}: {seen(tr)} (NCCL {probes[tr].get('nccl_version') or '?'})")
