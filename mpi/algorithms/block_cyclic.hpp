@@ -5,9 +5,12 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <complex>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
