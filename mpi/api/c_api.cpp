@@ -140,7 +140,7 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
     const auto eq = word.find('=');
     const std::string key = word.substr(0, eq), value = eq == std::string::npos ? "" : word.substr(eq + 1);
     if (eq == std::string::npos || value.empty())
-      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, relabel, emulate_device)";
+      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, relabel, direct, emulate_device)";
     if (key == "algorithm") {
       const auto a = parse_algorithm(value);
       if (!a) return "algorithm \"" + value + "\" is unknown: use auto, summa, cannon, dns, cuboid, caps or scalapack";
@@ -150,11 +150,14 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
     } else if (key == "relabel") {
       if (value != "0" && value != "1") return "relabel=" + value + ": use relabel=1 or relabel=0";
       o.relabel = value == "1";
+    } else if (key == "direct") {
+      if (value != "0" && value != "1") return "direct=" + value + ": use direct=1 or direct=0";
+      o.direct = value == "1";
     } else if (key == "emulate_device") {
       if (value != "0" && value != "1") return "emulate_device=" + value + ": use emulate_device=1 or emulate_device=0";
       o.emulate_device = value == "1";
     } else {
-      return "option \"" + key + "\" is unknown: use algorithm=, engine=, relabel= or emulate_device=";
+      return "option \"" + key + "\" is unknown: use algorithm=, engine=, relabel=, direct= or emulate_device=";
     }
   }
   return "";

@@ -7,6 +7,7 @@
 
 #include "../../cuda/device_info.hpp"
 #include "../../src/core/system.hpp"
+#include "../algorithms/block_cyclic_direct.hpp"
 #include "../runtime/device_space.hpp"
 #include "../runtime/distribution.hpp"
 #include "../runtime/redistribute.hpp"
@@ -43,7 +44,15 @@ struct MultiplyPlan::Impl {
   index_t held = 0, held_identity = 0;
   MovedWords moved, moved_max, moved_total;
   std::size_t memory = 0;
+  // Block-cyclic A, B and C multiplied on their own layout (block_cyclic_direct.hpp): the grid's
+  // communicators (ranks in row-major grid order, its rows, its columns), made once here, the
+  // schedule, and the local arrays' leading dimensions.
+  Comm grid, grid_row, grid_col;
+  BlockCyclicDirect direct;
+  std::array<index_t, 3> direct_ld{1, 1, 1};
 
+  bool plan_direct(Op op_a, const Layout& la, Op op_b, const Layout& lb, const Layout& lc, std::size_t mem_limit,
+                   index_t panel);
   std::size_t staged_bytes() const;
   void reserve_buffers();
   void stage_in(const void*& A, const void*& B, void*& C, const void* beta);
@@ -184,6 +193,16 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   o.engine = x.engine;
   // One memory limit for both builds below, so that they plan alike (the limit is collective).
   if (o.mem_limit == 0) o.mem_limit = static_cast<std::size_t>(plan_memory_limit(x.comm, s, o));
+  // Block-cyclic layouts that line up: the drop-in's schedules on them, nothing redistributed.
+  if (!x.device && options.direct && options.algorithm == Algorithm::automatic &&
+      x.plan_direct(op_a, la, op_b, lb, lc, o.mem_limit, o.panel)) {
+    const index_t all = s.m * s.k + s.k * s.n + s.m * s.n;
+    x.held = x.held_identity = all;
+    x.ip_a = InPlace{0, x.direct_ld[0]}, x.ip_b = InPlace{0, x.direct_ld[1]}, x.ip_c = InPlace{0, x.direct_ld[2]};
+    x.memory = static_cast<std::size_t>(x.comm.allreduce_max_uncounted(x.direct.buffer_bytes(size_of(dt))));
+    x.reserve_buffers();  // none (host memory, nothing staged or redistributed): the same agreement
+    return;
+  }
   if (x.device) {
     // Sized for the device, as a device-resident run is (run_plan.cpp): the least free memory
     // of any rank, less a margin on a GPU, the operands and their redistributed copies.
@@ -267,6 +286,43 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   x.algo_in_space = x.algo->runs_on_device();
   if (x.algo_in_space) x.algo->prepare_device(*x.space);  // its communicators (collective)
   x.reserve_buffers();
+}
+
+// The block-cyclic schedule for A, B and C where all three are block-cyclic on one grid of every
+// rank (collective; every rank decides alike: the layouts' grids and blockings are agreed by
+// resolve(), the memory limit is the plan's). The grid's communicators are made only then.
+bool MultiplyPlan::Impl::plan_direct(Op op_a, const Layout& la, Op op_b, const Layout& lb, const Layout& lc,
+                                     std::size_t mem_limit, index_t panel) {
+  using block_cyclic::CyclicDim;
+  using block_cyclic::LogicalDim;
+  const auto ga = la.block_cyclic_grid(), gb = lb.block_cyclic_grid(), gc = lc.block_cyclic_grid();
+  if (op_a != Op::N || op_b != Op::N || !ga || !gb || !gc) return false;
+  const int pr = gc->nprow, pc = gc->npcol, me = comm.rank();
+  for (const Layout::BlockCyclic* x : {&*ga, &*gb})
+    if (x->nprow != pr || x->npcol != pc || x->order != gc->order) return false;
+  if (pr * pc != comm.size()) return false;  // ranks beyond the grid: the algorithms' layouts
+  const bool rm = gc->order == GridOrder::row_major;
+  const block_cyclic::Grid g{pr, pc, rm ? me / pc : me % pr, rm ? me % pc : me / pr};
+  grid = comm.split(0, g.myrow * pc + g.mycol);
+  grid_row = grid.split(g.myrow, g.mycol);
+  grid_col = grid.split(g.mycol, g.myrow);
+  auto dim = [](index_t b, int src, int np, bool rows) { return LogicalDim{CyclicDim{b, b, src, np}, 0, rows}; };
+  const LogicalDim ar = dim(ga->mb, ga->rsrc, pr, true), ac = dim(ga->nb, ga->csrc, pc, false),
+                   br = dim(gb->mb, gb->rsrc, pr, true), bc = dim(gb->nb, gb->csrc, pc, false),
+                   cr = dim(gc->mb, gc->rsrc, pr, true), cc = dim(gc->nb, gc->csrc, pc, false);
+  direct = plan_block_cyclic_direct({&grid, &grid_row, &grid_col, g}, op_a, op_b, ar, ac, br, bc, cr, cc, shape.m,
+                                    shape.n, shape.k, size_of(dtype),
+                                    {BlockCyclicDirectOptions::Mode::automatic, panel, mem_limit});
+  if (!direct) {
+    grid = Comm(), grid_row = Comm(), grid_col = Comm();
+    return false;
+  }
+  // The local arrays' leading dimensions, as resolve() took them (lld 0: the local row count).
+  const index_t local_rows[3] = {block_cyclic::local_span(ar, shape.m, g.myrow).count,
+                                 block_cyclic::local_span(br, shape.k, g.myrow).count, direct.r.count};
+  const index_t lld[3] = {ga->lld, gb->lld, gc->lld};
+  for (std::size_t i = 0; i < 3; ++i) direct_ld[i] = lld[i] > 0 ? lld[i] : std::max<index_t>(1, local_rows[i]);
+  return true;
 }
 
 std::size_t MultiplyPlan::Impl::staged_bytes() const {
@@ -358,11 +414,28 @@ MultiplyPlan& MultiplyPlan::operator=(MultiplyPlan&&) noexcept = default;
 GemmShape MultiplyPlan::shape() const { return impl_->shape; }
 Dtype MultiplyPlan::dtype() const { return impl_->dtype; }
 const DistAlgorithm& MultiplyPlan::algorithm() const {
+  if (impl_->direct)
+    throw std::logic_error("distmm::MultiplyPlan: " + impl_->direct.name() +
+                           " multiplies the block-cyclic layouts in place, no DistAlgorithm runs: use algorithm_name(), "
+                           "algorithm_layout(), error_growth()");
   if (!impl_->algo) throw std::logic_error("distmm::MultiplyPlan: m, n or k is 0, no algorithm runs");
   return *impl_->algo;
 }
-std::string MultiplyPlan::algorithm_name() const { return impl_->algo ? impl_->algo->name() : "none"; }
-CommEstimate MultiplyPlan::words() const { return impl_->algo ? impl_->algo->analytic() : CommEstimate{}; }
+std::string MultiplyPlan::algorithm_name() const {
+  return impl_->direct ? impl_->direct.name() : impl_->algo ? impl_->algo->name() : "none";
+}
+std::string MultiplyPlan::algorithm_layout() const {
+  const Impl& x = *impl_;
+  if (x.direct)
+    return "the " + std::to_string(x.direct.grid.g.nprow) + " x " + std::to_string(x.direct.grid.g.npcol) +
+           " grid's own block-cyclic layout, " + x.direct.detail();
+  return x.algo ? x.algo->layout() : "none";
+}
+double MultiplyPlan::error_growth() const { return impl_->algo ? impl_->algo->error_growth() : 1.0; }
+bool MultiplyPlan::strassen_like() const { return impl_->algo && impl_->algo->strassen_like(); }
+CommEstimate MultiplyPlan::words() const {
+  return impl_->direct ? impl_->direct.analytic() : impl_->algo ? impl_->algo->analytic() : CommEstimate{};
+}
 std::size_t MultiplyPlan::memory_bytes() const { return impl_->memory; }
 MovedWords MultiplyPlan::moved() const { return impl_->moved; }
 MovedWords MultiplyPlan::moved_max() const { return impl_->moved_max; }
@@ -401,6 +474,13 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
     using T = typename decltype(tag)::type;
     const T al = *static_cast<const T*>(alpha), be = *static_cast<const T*>(beta);
     T* c = static_cast<T*>(C);
+    if (x.direct) {  // on the block-cyclic layouts themselves, nothing redistributed
+      KSplitTimes times;
+      x.direct.execute<T>(*x.engine, al, static_cast<const T*>(A), x.direct_ld[0], static_cast<const T*>(B),
+                          x.direct_ld[1], be, c, x.direct_ld[2], times);
+      x.seconds.multiply = MPI_Wtime() - t0;
+      return;
+    }
     if (!x.algo) {  // m, n or k is 0: C = beta C (beta = 0: zeros, C not read), in the space
       for (const Tile& t : x.lc.ranks[std::size_t(x.comm.rank())]) {
         const bool col = t.order == StorageOrder::col_major;  // a row-major tile: its transpose column-major

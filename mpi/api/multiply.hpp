@@ -37,6 +37,17 @@
 // MultiplyOptions::emulate_device takes host pointers as the emulated device's memory (a host
 // engine; the device path tested without a GPU).
 //
+// Block-cyclic layouts in host memory: where A, B and C are all block-cyclic (Layout::block_cyclic
+// or Layout::scalapack) on one grid of all the communicator's ranks, op(A) = A, op(B) = B, the
+// algorithm automatic and options.direct, and the blockings line up as the PDGEMM drop-in needs
+// (C's rows on A's process rows, C's columns on B's process columns; block_cyclic_direct.hpp), the
+// plan runs the drop-in's schedule on the block-cyclic layout itself: the k-split for k-dominant
+// shapes, else SUMMA with wide panels ("block-cyclic k-split" / "block-cyclic summa"), nothing
+// redistributed (moved() zero, A, B and C in place). algorithm() then throws (no DistAlgorithm
+// runs): algorithm_layout(), error_growth() and strassen_like() answer for either path. These
+// schedules allocate their panel buffers (memory_bytes(), within the plan's memory limit) in each
+// execute(), as the drop-in does.
+//
 // Mixed memories: where any matrix is in device memory the plan runs in the device space, and
 // each matrix in host memory gets a copy in device memory of this rank's storage of it (its
 // layout's local extent, the same offsets): execute() uploads A and B (and C where beta != 0)
@@ -79,6 +90,9 @@ struct MultiplyOptions {
   std::size_t emulated_device_bytes = 0;
   Engine* engine_ptr = nullptr;  // or the caller's own engine (it must outlive the plan)
   bool relabel = true;           // false: algorithm rank r is rank r of the communicator
+  // Block-cyclic A, B and C used in place by a schedule on that layout (the drop-in's, see
+  // MultiplyPlan below); false: always the chosen algorithm's layout, redistributed.
+  bool direct = true;
 };
 
 // Elements moved between ranks (sent to another rank) per matrix: A and B into the algorithm's
@@ -102,6 +116,11 @@ class MultiplyPlan {
   Dtype dtype() const;
   const DistAlgorithm& algorithm() const;
   std::string algorithm_name() const;  // "summa", ... with its layout: algorithm().layout()
+  // The algorithm's grid and steps (algorithm().layout(), or the block-cyclic schedule's), its
+  // factor on the classical rounding-error bound and whether it is Strassen-like.
+  std::string algorithm_layout() const;
+  double error_growth() const;
+  bool strassen_like() const;
   // The algorithm's own words and messages (its analytic counts), and bytes per rank at the peak
   // (the algorithm's plus the buffers of the matrices not used in place; the most over ranks).
   CommEstimate words() const;

@@ -74,6 +74,17 @@ class Layout {
   }
   Memory memory() const { return memory_; }
   Kind kind() const { return kind_; }
+  // A block-cyclic layout's blocking and grid (lld 0: tight), as given; none for other kinds.
+  struct BlockCyclic {
+    index_t mb = 1, nb = 1;
+    int nprow = 1, npcol = 1, rsrc = 0, csrc = 0;
+    index_t lld = 0;
+    GridOrder order = GridOrder::row_major;
+  };
+  std::optional<BlockCyclic> block_cyclic_grid() const {
+    if (kind_ != Kind::block_cyclic) return std::nullopt;
+    return BlockCyclic{mb_, nb_, nprow_, npcol_, rsrc_, csrc_, ld_, grid_order_};
+  }
   index_t rows() const { return m_; }
   index_t cols() const { return n_; }
 

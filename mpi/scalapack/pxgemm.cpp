@@ -13,7 +13,8 @@
 // Except where nothing needs to move: for N x N on operands whose blockings line up (the usual
 // case: one descinit_ blocking for all three) and DISTMM_ALGO unset or auto, distmm runs SUMMA
 // on the block-cyclic layout itself, with wide panels (block_cyclic_summa, block_cyclic.hpp), or for
-// k-dominant shapes the k-split there (block_cyclic_ksplit.hpp, try_ksplit below).
+// k-dominant shapes the k-split there (block_cyclic_ksplit.hpp): plan_block_cyclic_direct
+// (mpi/algorithms/block_cyclic_direct.hpp) decides, the same decision MultiplyPlan takes.
 //
 // Environment:
 //   DISTMM_ENGINE            node engine (default blas)
@@ -59,8 +60,7 @@
 #include "../../src/core/settings.hpp"
 #include "../../src/core/system.hpp"
 #include "../algorithms/algorithm.hpp"
-#include "block_cyclic.hpp"
-#include "block_cyclic_ksplit.hpp"
+#include "../algorithms/block_cyclic_direct.hpp"
 #include "../runtime/comm.hpp"
 #include "../runtime/distribution.hpp"
 #include "../runtime/overlap.hpp"
@@ -359,15 +359,6 @@ void report_phases(const char* name, const char* lower, int m, int n, int k,
   append_stats(lower, m, n, k, algo, sec, false, extra);
 }
 
-// This rank's rows of sub(A) and sub(C) and columns of sub(B) and sub(C), as local spans.
-struct LocalSpans {
-  Span a, b, r, c;
-};
-LocalSpans local_spans(const LogicalDim& ar, const LogicalDim& bc, const LogicalDim& cr,
-                       const LogicalDim& cc, index_t m, index_t n, const Grid& g) {
-  return {local_span(ar, m, g.myrow), local_span(bc, n, g.mycol), local_span(cr, m, g.myrow),
-          local_span(cc, n, g.mycol)};
-}
 // The DISTMM_VERBOSE line of a call answered on the BLACS grid's own layout.
 template <class T>
 void say_in_place(int m, int n, int k, const std::string& algo, const Grid& g,
@@ -375,68 +366,6 @@ void say_in_place(int m, int n, int k, const std::string& algo, const Grid& g,
   std::fprintf(stderr, "distmm: %s answered by distmm: %d x %d x %d, algorithm %s (the %dx%d "
                "BLACS grid's own layout, %s), engine %s, %d ranks\n", Names<T>::name, m, n, k,
                algo.c_str(), g.nprow, g.npcol, detail.c_str(), engine().name().c_str(), ranks);
-}
-
-// The k-split on the block-cyclic layout (block_cyclic_ksplit.hpp), where it moves at most
-// kKSplitWords of SUMMA's words (the most any rank receives, both counted from the layout),
-// its buffers fit the memory share, and k's runs are not fragmented; or wherever the operands
-// line up under DISTMM_SCALAPACK_DIRECT=ksplit. Every rank decides alike (the counts come from
-// the descriptors). On one node shared memory makes words cheap: the two tie even where the
-// k-split moves under half of SUMMA's words, and an earlier version of it lost where it moved
-// more and each rank had a large partial C to sum. Between nodes the words cost more: 0.5 keeps the
-// k-split to the clearly k-dominant shapes
-// (docs/performance.md, "Measurements behind the code": kKSplitWords).
-constexpr double kKSplitWords = 0.5;
-
-template <class T>
-bool try_ksplit(T alpha, const T* A, const int* Ad, const T* B, const int* Bd, T beta, T* C,
-                const int* Cd, int m, int n, int k, const LogicalDim& ar, const LogicalDim& ac,
-                const LogicalDim& br, const LogicalDim& bc, const LogicalDim& cr,
-                const LogicalDim& cc, const Grid& g, GridComm& gc, Phases& ph,
-                std::chrono::steady_clock::time_point t0, bool verbose, bool root) {
-  const DropIn& st = drop_in();
-  if (st.direct != 1 && st.direct != 3) return false;
-  const auto panels = k_panels(ac, br, k, k);  // maximal runs
-  if (st.direct == 1 && double(k) / double(panels.size()) < std::min<double>(k, 32)) return false;
-  std::vector<KRun> runs;
-  for (const BcPanel& p : panels) runs.push_back({p.qa, p.qb, p.a0, p.b0, p.width});
-  std::vector<index_t> rows(g.nprow), cols(g.npcol);
-  for (int r = 0; r < g.nprow; ++r) rows[r] = local_span(ar, m, r).count;
-  for (int c = 0; c < g.npcol; ++c) cols[c] = local_span(bc, n, c).count;
-  const KSplitLayout L = ksplit_layout(g.nprow, g.npcol, g.myrow, g.mycol, rows, cols, runs);
-  const int P = g.nprow * g.npcol;
-  if (st.direct == 1) {
-    // SUMMA's words on rank (r, c): A's columns of k that other process columns hold, for its
-    // rows, and B's rows that other process rows hold, for its columns.
-    std::vector<index_t> ka(g.npcol, 0), kb(g.nprow, 0);
-    for (const KRun& x : runs) ka[x.qa] += x.width, kb[x.qb] += x.width;
-    double summa = 0;
-    for (int t = 0; t < P; ++t) {
-      const int r = t / g.npcol, c = t % g.npcol;
-      summa = std::max(summa, double(rows[r]) * double(k - ka[c]) + double(cols[c]) * double(k - kb[r]));
-    }
-    // The k-split's words and bytes on this rank, the most over the grid (one small allreduce
-    // rather than every rank's counts on every rank, quadratic in P).
-    const int me = g.myrow * g.npcol + g.mycol;
-    double most[2] = {ksplit_words(L, me), ksplit_bytes(L, me, sizeof(T))};
-    MPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_DOUBLE, MPI_MAX, gc.comm->get());
-    if (!(most[0] < kKSplitWords * summa) || most[1] > double(gc.mem_limit)) return false;
-  }
-  const Comm& comm = *gc.comm;
-  const LocalSpans sp = local_spans(ar, bc, cr, cc, m, n, g);
-  const std::string algo = "block-cyclic k-split";
-  if (root && verbose) say_in_place<T>(m, n, k, algo, g, "k in " + std::to_string(P) + " parts", P);
-  ph.setup = since(t0);
-  KSplitTimes kt;
-  const index_t lda = Ad[LLD_], ldb = Bd[LLD_], ldc = Cd[LLD_];
-  block_cyclic_ksplit<T>(engine(), alpha, A + sp.a.first, lda, B + sp.b.first * ldb, ldb, beta,
-                         C + sp.r.first + sp.c.first * ldc, ldc, L, comm, kt, st.balance);
-  ph.pack = kt.pack, ph.multiply = kt.multiply, ph.wait = kt.wait, ph.c_out = kt.combine;
-  ph.moved = kt.moved;
-  const double sec = since(t0);
-  report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph, sec, verbose,
-                comm, root);
-  return true;
 }
 
 bool& first_call() {
@@ -536,40 +465,27 @@ void pgemm(const char* transa, const char* transb, const int* M, const int* N, c
     const LogicalDim bc = notb ? dim(Bd, false, jb) : dim(Bd, true, ib);
     Phases ph;
 
-    // The block-cyclic layout as it is, when the operands line up (see block_cyclic_summa and
-    // block_cyclic_ksplit.hpp).
-    if (st.direct && nota && notb && !replicated && same_owners(ar, cr, m) &&
-        same_owners(bc, cc, n)) {
-      if (try_ksplit<T>(a, A, Ad, B, Bd, b, C, Cd, m, n, k, ar, ac, br, bc, cr, cc, g, gc, ph,
-                        t0, verbose, root))
-        return;
-      index_t wcap = st.panel > 0 ? st.panel
-                         : std::clamp<index_t>((k + std::max(g.nprow, g.npcol) - 1) /
-                                                   std::max(g.nprow, g.npcol), 256, 4096);
-      // Two panels of A and of B in flight must fit the memory share (the same on every rank).
-      const double rows = double(m) / g.nprow + Ad[MB_] + double(n) / g.npcol + Bd[NB_];
-      wcap = std::max<index_t>(1, std::min<index_t>(
-                 wcap, index_t(double(gc.mem_limit) / (2 * rows * sizeof(T)))));
-      auto panels = k_panels(ac, br, k, wcap);
-      // Fragmented panels (A's and B's blockings of k disagree, a non-square grid) would make
-      // many small broadcasts and products: those operands are redistributed instead.
-      const bool wide =
-          st.direct == 2 || double(k) / double(panels.size()) >= std::min<double>(k, 32);
-      if (wide) {
-        const LocalSpans sp = local_spans(ar, bc, cr, cc, m, n, g);
-        const std::string algo = "block-cyclic summa";
-        if (root && verbose)
-          say_in_place<T>(m, n, k, algo, g, std::to_string(panels.size()) + " panels", comm.size());
-        const auto t1 = std::chrono::steady_clock::now();
-        ph.setup = std::chrono::duration<double>(t1 - t0).count();
-        block_cyclic_summa<T>(engine(), a, A, Ad[LLD_], sp.a, B, Bd[LLD_], sp.b, b,
-                              C + sp.r.first + sp.c.first * index_t(Cd[LLD_]), Cd[LLD_], panels,
-                              gc.row, gc.col, g, ph.wait);
-        ph.multiply = since(t1);
-        report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", algo, ph,
-                      seconds(), verbose, comm, root);
-        return;
-      }
+    // The block-cyclic layout as it is, when the operands line up (block_cyclic_direct.hpp: the
+    // k-split or SUMMA on the caller's arrays, nothing redistributed).
+    using Mode = BlockCyclicDirectOptions::Mode;
+    const Mode mode = st.direct == 0 ? Mode::off : st.direct == 2 ? Mode::summa : st.direct == 3 ? Mode::ksplit
+                                                                                   : Mode::automatic;
+    const BlockCyclicDirect direct = plan_block_cyclic_direct(
+        {&comm, &gc.row, &gc.col, g}, nota ? Op::N : Op::T, notb ? Op::N : Op::T, ar, ac, br, bc, cr, cc, m, n, k,
+        sizeof(T), {mode, st.panel, gc.mem_limit});
+    if (direct) {
+      if (root && verbose) say_in_place<T>(m, n, k, direct.name(), g, direct.detail(), comm.size());
+      const auto t1 = std::chrono::steady_clock::now();
+      ph.setup = std::chrono::duration<double>(t1 - t0).count();
+      KSplitTimes kt;
+      direct.execute<T>(engine(), a, A, Ad[LLD_], B, Bd[LLD_], b, C, Cd[LLD_], kt, st.balance);
+      if (direct.kind == BlockCyclicDirect::Kind::ksplit)
+        ph.pack = kt.pack, ph.multiply = kt.multiply, ph.wait = kt.wait, ph.c_out = kt.combine, ph.moved = kt.moved;
+      else
+        ph.wait = kt.wait, ph.multiply = since(t1);
+      report_phases(Names<T>::name, Names<T>::lower, m, n, k, "block-cyclic", direct.name(), ph, seconds(), verbose,
+                    comm, root);
+      return;
     }
 
     Plan& plan = plan_for(gc, {m, n, k}, dtype_of<T>());

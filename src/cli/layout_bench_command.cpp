@@ -205,7 +205,7 @@ int bench(const LayoutBenchOptions& o, const Problem& pr, const Comm& world, std
   // The check: against PDGEMM, every element's difference within both products' rounding
   // bound, 2 gamma_k (|A| |B|)_ij <= 2 (k + 2) u k max|A| max|B| (the tolerance of verify.hpp,
   // widened by the algorithm's growth), reported relative to k max|A| max|B|.
-  const double growth = plan.algorithm().error_growth();
+  const double growth = plan.error_growth();
   nlohmann::json check;
   bool passed = true;
   if (pdgemm) {
@@ -223,7 +223,7 @@ int bench(const LayoutBenchOptions& o, const Problem& pr, const Comm& world, std
   } else {
     const VerifyResult r = verify_freivalds<T>(A, B, C, T(1), T(0), nullptr, 3, seed + 1,
                                                verify_tolerance(dtype_of<T>(), k, growth), world,
-                                               plan.algorithm().strassen_like());
+                                               plan.strassen_like());
     passed = r.passed;
     check = {{"method", "freivalds"}, {"residual", r.residual}, {"tolerance", r.tolerance}, {"passed", passed}};
   }
@@ -245,7 +245,7 @@ int bench(const LayoutBenchOptions& o, const Problem& pr, const Comm& world, std
   char line[512];
   os << "layout-bench   " << m << " x " << n << " x " << k << ", " << info(dtype_of<T>()).name << ", " << P
      << " ranks; A, B and C " << layout << "\n";
-  os << "algorithm      " << plan.algorithm_name() << " (" << plan.algorithm().layout() << ")\n";
+  os << "algorithm      " << plan.algorithm_name() << " (" << plan.algorithm_layout() << ")\n";
   os << "in place       A " << yes(plan.in_place_a()) << ", B " << yes(plan.in_place_b()) << ", C "
      << yes(plan.in_place_c()) << "\n";
   std::snprintf(line, sizeof line,
@@ -269,7 +269,7 @@ int bench(const LayoutBenchOptions& o, const Problem& pr, const Comm& world, std
                       {"grid", std::to_string(pr.nprow) + "x" + std::to_string(pr.npcol)},
                       {"blocks", {{"a", {pr.a.mb, pr.a.nb}}, {"b", {pr.b.mb, pr.b.nb}}, {"c", {pr.c.mb, pr.c.nb}}}},
                       {"algo", plan.algorithm_name()},
-                      {"algo_layout", plan.algorithm().layout()},
+                      {"algo_layout", plan.algorithm_layout()},
                       {"in_place", {{"a", plan.in_place_a()}, {"b", plan.in_place_b()}, {"c", plan.in_place_c()}}},
                       {"moved_total", moved_json(total)},
                       {"moved_max", moved_json(busiest)},

@@ -683,7 +683,7 @@ def matmul(a, b, c=None, *, layout, comm=None, trans_a="N", trans_b="N", alpha=1
     """Collective: alpha op(A) op(B) + beta C with every rank's local parts a, b (and c), laid out
     as layout = (la, lb, lc) says. c None: a new local array of C (C-order when a and b both are,
     else Fortran order; beta ignored). Returns this rank's part of C. options: "algorithm=summa",
-    "engine=blas", "relabel=0" (space separated)."""
+    "engine=blas", "relabel=0", "direct=0" (space separated)."""
     comm, f, size, rank = _comm(comm)
     if c is None:
         problem = None

@@ -484,6 +484,153 @@ TEST(Multiply, OutOfDeviceMemoryOnOneRankFailsEveryRank) {
   }
 }
 
+// ---- block-cyclic A, B and C on one grid: the drop-in's schedules on the layout itself ----
+
+struct BcResult {
+  std::string algo;
+  index_t moved = 0;     // summed over the ranks
+  bool in_place = false;  // A, B and C on this rank
+  int bad = 0;
+  MultiplyPlan::ExecuteSeconds seconds;
+  CommEstimate words;
+  std::size_t memory = 0;
+  bool direct() const { return algo.rfind("block-cyclic", 0) == 0; }
+};
+
+// A (op(A) m x k), B (op(B) k x n) and C block-cyclic on a pr x pc grid of blocks ba, bb, bc
+// (square), all from process (v % pr, v % pc); v odd: padded lld, the grid in column-major rank
+// order. nan_c: C starts as NaN (beta must be 0).
+template <class T>
+BcResult bc_case(index_t m, index_t n, index_t k, int pr, int pc, index_t ba, index_t bb, index_t bc,
+                 std::complex<double> alpha, std::complex<double> beta, bool nan_c = false, int v = 0, Op oa = Op::N,
+                 Op ob = Op::N, const MultiplyOptions& o = {}) {
+  Comm world = Comm::world();
+  const GridOrder order = v % 2 ? GridOrder::col_major : GridOrder::row_major;
+  auto lay = [&](index_t r, index_t c, index_t b) {
+    return Layout::block_cyclic(r, c, b, b, pr, pc, v % pr, v % pc, v % 2 ? r + 2 : 0, order);
+  };
+  const Layout la = oa == Op::N ? lay(m, k, ba) : lay(k, m, ba), lb = ob == Op::N ? lay(k, n, bb) : lay(n, k, bb),
+               lc = lay(m, n, bc);
+  MultiplyPlan plan(world, dtype_of<T>(), oa, la, ob, lb, lc, o);
+  BcResult r;
+  r.algo = plan.algorithm_name();
+  r.moved = plan.moved_total().total();
+  r.in_place = plan.in_place_a() && plan.in_place_b() && plan.in_place_c();
+  r.words = plan.words();
+  r.memory = plan.memory_bytes();
+  r.bad = check_multiply<T>(plan, oa, la, ob, lb, lc, alpha, beta, v, nan_c);
+  r.seconds = plan.last_seconds();
+  return r;
+}
+
+// Every pr x pc grid of the ranks.
+std::vector<std::pair<int, int>> grids_of(int P) {
+  std::vector<std::pair<int, int>> g;
+  for (int pr = 1; pr <= P; ++pr)
+    if (P % pr == 0) g.emplace_back(pr, P / pr);
+  return g;
+}
+
+TEST(Multiply, BlockCyclicInPlace) {
+  const int P = Comm::world().size();
+  struct Shape {
+    index_t m, n, k;
+  };
+  // Primes, ones, skinny, k-heavy (the k-split where the grid lets it), square (SUMMA).
+  const Shape shapes[] = {{13, 11, 7}, {1, 1, 1}, {1, 5, 1}, {29, 1, 3}, {7, 3, 1009}, {131, 131, 131}};
+  const index_t blocks[] = {1, 3, 8, 2000};  // 2000: a block larger than the matrix
+  int c = 0, direct = 0;
+  for (auto [pr, pc] : grids_of(P))
+    for (index_t b : blocks)
+      for (const Shape& s : shapes) {
+        const bool nan = c % 2 == 1;
+        const std::complex<double> beta = nan ? 0.0 : -2.0;
+        const BcResult r = c % 3 == 2 ? bc_case<std::complex<double>>(s.m, s.n, s.k, pr, pc, b, b, b, {1.0, -1.0},
+                                                                        nan ? 0.0 : std::complex<double>(0.5, 2.0), nan, c)
+                                      : bc_case<double>(s.m, s.n, s.k, pr, pc, b, b, b, 3.0, beta, nan, c);
+        ++c;
+        const std::string what = std::to_string(pr) + "x" + std::to_string(pc) + " blocks " + std::to_string(b) + " " +
+                                 std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
+                                 " " + r.algo;
+        EXPECT_EQ(r.bad, 0) << what;
+        if (!r.direct()) continue;
+        ++direct;
+        EXPECT_EQ(r.moved, 0) << what;
+        EXPECT_TRUE(r.in_place) << what;
+        EXPECT_EQ(r.seconds.redistribute_in, 0.0) << what;
+        EXPECT_EQ(r.seconds.redistribute_out, 0.0) << what;
+        EXPECT_GT(r.words.flops_max, 0.0) << what;
+      }
+  EXPECT_GT(direct, 0);
+  // Where the conditions hold for certain: one blocking, a square (or 1 x P) grid, panels wide.
+  if (P == 1 || P == 4) {
+    const int pr = P == 1 ? 1 : 2;
+    const BcResult r = bc_case<double>(131, 131, 131, pr, pr, 8, 8, 8, 1.0, 1.0);
+    EXPECT_EQ(r.algo, "block-cyclic summa");
+    EXPECT_EQ(r.bad, 0);
+    EXPECT_EQ(r.moved, 0);
+    EXPECT_GT(r.memory, 0u);
+  }
+  // k-heavy: the k-split moves far fewer words than SUMMA. Non-square grids fragment k's runs
+  // (A's and B's blockings of k meet on other processes), so on 3 ranks only one block holding
+  // all of k gives a k-split (one rank's); from a 3 x 3 grid on, a real one (9 ranks, by hand).
+  if (P == 9) {
+    const BcResult r = bc_case<std::complex<double>>(30, 30, 2000, 3, 3, 3, 3, 3, {2.0, 1.0}, 0.0, true);
+    EXPECT_EQ(r.algo, "block-cyclic k-split");
+    EXPECT_EQ(r.bad, 0);
+    EXPECT_EQ(r.moved, 0);
+    const BcResult q = bc_case<double>(30, 30, 2000, 3, 3, 3, 3, 3, 1.0, -1.0, false, 1);
+    EXPECT_EQ(q.algo, "block-cyclic k-split");
+    EXPECT_EQ(q.bad, 0);
+  }
+  if (P == 3) {
+    const BcResult r = bc_case<std::complex<double>>(7, 3, 1009, 1, 3, 2000, 2000, 2000, {2.0, 1.0}, 0.0, true);
+    EXPECT_EQ(r.algo, "block-cyclic k-split");
+    EXPECT_EQ(r.bad, 0);
+    EXPECT_EQ(r.moved, 0);
+  }
+  if (P == 4 || P == 6) {  // everything on one process: one panel
+    const BcResult r = bc_case<double>(37, 29, 41, P == 4 ? 4 : 3, P == 4 ? 1 : 2, 2000, 2000, 2000, 1.0, 2.0);
+    EXPECT_TRUE(r.direct()) << r.algo;
+    EXPECT_EQ(r.bad, 0);
+    EXPECT_EQ(r.moved, 0);
+  }
+}
+
+TEST(Multiply, BlockCyclicFallsBack) {
+  const int P = Comm::world().size();
+  const auto [pr, pc] = grids_of(P)[grids_of(P).size() / 2];
+  // The same layouts that run in place (1 x 1 or a square grid)...
+  const BcResult in_place = bc_case<double>(131, 131, 131, pr, pc, 2000, 2000, 2000, 1.0, 1.0);
+  EXPECT_TRUE(in_place.direct()) << in_place.algo;
+  // ... transposed, conjugated, with the path turned off or an algorithm named: today's plan.
+  for (int i = 0; i < 4; ++i) {
+    MultiplyOptions o;
+    if (i == 2) o.direct = false;
+    if (i == 3) o.algorithm = Algorithm::summa;
+    const BcResult r = i == 1 ? bc_case<std::complex<double>>(9, 7, 5, pr, pc, 3, 3, 3, {1.0, 1.0}, 2.0, false, 0,
+                                                              Op::C, Op::N, o)
+                              : bc_case<double>(9, 7, 5, pr, pc, 3, 3, 3, 2.0, 0.0, true, 0, i == 0 ? Op::N : Op::N,
+                                                i == 0 ? Op::T : Op::N, o);
+    EXPECT_FALSE(r.direct()) << i << " " << r.algo;
+    EXPECT_EQ(r.bad, 0) << i;
+    if (i == 3) EXPECT_EQ(r.algo, "summa");
+  }
+  if (P > 1) {  // C's blocking does not line up with A's and B's: redistributed
+    const BcResult r = bc_case<double>(9, 7, 5, pr, pc, 3, 3, 2, 1.0, -1.0);
+    EXPECT_FALSE(r.direct()) << r.algo;
+    EXPECT_EQ(r.bad, 0);
+  }
+  if (P > 2) {  // a grid of fewer ranks than the communicator's
+    Comm world = Comm::world();
+    const Layout la = Layout::block_cyclic(9, 5, 2, 2, P - 1, 1), lb = Layout::block_cyclic(5, 7, 2, 2, P - 1, 1),
+                 lc = Layout::block_cyclic(9, 7, 2, 2, P - 1, 1);
+    MultiplyPlan plan(world, Dtype::f64, Op::N, la, Op::N, lb, lc);
+    EXPECT_NE(plan.algorithm_name().rfind("block-cyclic", 0), 0u) << plan.algorithm_name();
+    EXPECT_EQ(check_multiply<double>(plan, Op::N, la, Op::N, lb, lc, 1.0, 0.0, 0, true), 0);
+  }
+}
+
 // The device path moves what the host path moves, and the algorithm counts the same words.
 TEST(Multiply, DeviceMovesAsTheHost) {
   Comm world = Comm::world();

@@ -33,14 +33,25 @@ expect_agreement "row slabs, f32, summa" "agrees with PDGEMM" --layout row-slabs
 expect_agreement "column slabs without PDGEMM" "Freivalds.*PASSED" --layout col-slabs --no-pdgemm
 if grep -q '"pdgemm_time_median"' "$tmp/out"; then bad "--no-pdgemm still timed PDGEMM"; else ok "--no-pdgemm"; fi
 # The parts of our time (each the busiest rank's) add up to about the whole; the words moved are counted.
-run4 --size 64 --nb 16 --repeat 1
+run4 --size 64 --layout row-slabs --repeat 1
 if python3 -c 'import json,sys
 r = json.loads(next(l for l in open(sys.argv[1]) if l.startswith("layout-bench {"))[len("layout-bench "):])
 parts = r["redistribute_in_median"] + r["multiply_median"] + r["redistribute_out_median"]
 assert r["time_median"] > 0 and r["multiply_median"] > 0 and 0.5 * r["time_median"] <= parts <= 4 * r["time_median"], r
-assert r["moved_total"]["total"] >= r["moved_max"]["total"] > 0, r  # nb 16 is no algorithm layout: something moves' "$tmp/out"; then
+assert r["moved_total"]["total"] >= r["moved_max"]["total"] > 0, r  # row slabs are no algorithm layout: something moves' "$tmp/out"; then
   ok "time parts and words"
 else bad "time parts and words: $(cat "$tmp/out")"; fi
+# Block-cyclic A, B and C that line up (nb 16 on the 2 x 2 grid: two wide panels): the drop-in's
+# SUMMA on the layout itself, nothing moved, no redistribution time.
+run4 --size 64 --nb 16 --repeat 1
+if python3 -c 'import json,sys
+r = json.loads(next(l for l in open(sys.argv[1]) if l.startswith("layout-bench {"))[len("layout-bench "):])
+assert r["algo"] == "block-cyclic summa" and r["check"]["passed"], r
+assert r["moved_total"]["total"] == 0 and r["in_place"] == {"a": True, "b": True, "c": True}, r
+assert r["redistribute_in_median"] == 0 and r["redistribute_out_median"] == 0 and r["multiply_median"] > 0, r
+assert r["algo_words_max"] > 0, r' "$tmp/out"; then
+  ok "block-cyclic in place"
+else bad "block-cyclic in place: $(cat "$tmp/out")"; fi
 
 # Bad options at 4 ranks.
 expect_error "unknown layout" "use block-cyclic, row-slabs or col-slabs" 4 layout-bench --layout diagonal

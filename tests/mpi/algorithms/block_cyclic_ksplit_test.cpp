@@ -1,4 +1,4 @@
-#include "mpi/scalapack/block_cyclic_ksplit.hpp"
+#include "mpi/algorithms/block_cyclic_ksplit.hpp"
 
 #include <gtest/gtest.h>
 

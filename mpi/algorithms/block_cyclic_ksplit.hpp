@@ -1,5 +1,6 @@
-// The k-split schedule on ScaLAPACK's block-cyclic layout itself (libdistmm_scalapack's answer
-// to k-dominant N x N calls whose operands line up; see pxgemm.cpp).
+// The k-split schedule on ScaLAPACK's block-cyclic layout itself (the answer of the drop-in,
+// mpi/scalapack/pxgemm.cpp, and of MultiplyPlan to k-dominant N x N calls whose operands line
+// up; chosen by block_cyclic_direct.cpp).
 //
 // SUMMA on the block-cyclic grid makes every rank receive its process row's share of A and
 // its process column's share of B over the whole of k: (m/pr + n/pc) k words, 6.4x the lower

@@ -1,12 +1,16 @@
-// ScaLAPACK's block-cyclic distributions as the drop-in (pxgemm.cpp) reads them: PBLAS's
-// descriptors, one dimension's owners and local indices, the gathers and scatters between a
-// block-cyclic sub(X) and an algorithm's layout, and SUMMA on the block-cyclic layout itself.
+// ScaLAPACK's block-cyclic distributions as the drop-in (mpi/scalapack/pxgemm.cpp) reads them:
+// PBLAS's descriptors, one dimension's owners and local indices, the gathers and scatters
+// between a block-cyclic sub(X) and an algorithm's layout, and SUMMA on the block-cyclic layout
+// itself (run by the drop-in and by MultiplyPlan, through block_cyclic_direct.hpp).
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <complex>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
