@@ -438,6 +438,11 @@ class GpuDeviceSpace final : public DeviceSpace {
     cudaDeviceSynchronize();  // no queued work may still use it
     cudaFree(p);
   }
+  void reserve_transfers(index_t rows, index_t cols, std::size_t elem) override {
+    if (rows <= 0 || cols <= 0) return;
+    const std::size_t col_bytes = std::size_t(rows) * elem;
+    for (auto& b : stage_) b.reserve(col_bytes * std::size_t(std::min(chunk_columns(col_bytes), cols)));
+  }
   void unpin_host(void* p) noexcept override {
     cudaSetDevice(device_);
     cudaDeviceSynchronize();  // no queued copy may still use it
@@ -445,13 +450,17 @@ class GpuDeviceSpace final : public DeviceSpace {
   }
 
  private:
+  // Columns per pinned chunk: about 64 MiB, at least one column.
+  static index_t chunk_columns(std::size_t col_bytes) {
+    return std::max<index_t>(1, index_t((std::size_t(64) << 20) / col_bytes));
+  }
   void transfer(bool up, void* dev, index_t ld_dev, void* host, index_t ld_host, index_t rows, index_t cols,
                 std::size_t elem) {
     if (rows <= 0 || cols <= 0) return;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     const std::size_t col_bytes = std::size_t(rows) * elem;
-    const index_t chunk = std::max<index_t>(1, index_t((std::size_t(64) << 20) / col_bytes));
-    for (auto& b : stage_) b.reserve(col_bytes * std::size_t(std::min(chunk, cols)));
+    const index_t chunk = chunk_columns(col_bytes);
+    reserve_transfers(rows, cols, elem);
     const cudaStream_t s = aux_stream_->get();
     auto* h = static_cast<unsigned char*>(host);
     auto* d = static_cast<unsigned char*>(dev);

@@ -351,22 +351,10 @@ void MultiplyPlan::Impl::reserve_buffers() {
       block(scratch.recv, std::size_t(std::max({ra.received(), rb.received(), rc.received()})) * e);
       if (algo_in_space) algo->reserve_device(*space, dtype);
     }
-    // A GPU's synchronous copies go through pinned host chunks allocated at its first copy
-    // (cuda/device_space.cpp, up to 64 MiB of columns): taken now, by copying each staged
-    // matrix's widest part once.
-    if (!space->on_host())
-      for (std::size_t i = 0; i < 3; ++i) {
-        if (!staged[i]) continue;
-        index_t at = 0, ld = 1, rows = 0, cols = 0;
-        std::size_t most = 0;
-        for_each_storage(tiles[i], [&](index_t off, index_t l, index_t r, index_t n) {
-          const std::size_t col = std::size_t(r) * e;
-          const index_t w = std::min<index_t>(n, std::max<index_t>(1, index_t((std::size_t(64) << 20) / col)));
-          if (col * std::size_t(w) > most) most = col * std::size_t(w), at = off, ld = l, rows = r, cols = w;
-        });
-        std::vector<unsigned char> host(most);
-        if (most) space->download(host.data(), rows, stage[i].as<char>() + std::size_t(at) * e, ld, rows, cols, e);
-      }
+    // What the staged matrices' copies will allocate (a GPU's pinned chunks), taken now.
+    for (std::size_t i = 0; i < 3; ++i)
+      if (staged[i])
+        for_each_storage(tiles[i], [&](index_t, index_t, index_t r, index_t n) { space->reserve_transfers(r, n, e); });
   } catch (const std::exception& ex) {
     failed = "rank " + std::to_string(comm.rank()) + " cannot allocate the plan's buffers: " + ex.what();
   }
@@ -482,14 +470,12 @@ void MultiplyPlan::execute_call(Dtype dt, const void* alpha, const void* A, cons
       return;
     }
     if (!x.algo) {  // m, n or k is 0: C = beta C (beta = 0: zeros, C not read), in the space
-      for (const Tile& t : x.lc.ranks[std::size_t(x.comm.rank())]) {
-        const bool col = t.order == StorageOrder::col_major;  // a row-major tile: its transpose column-major
-        const index_t r = Tile::total(col ? t.rows : t.cols), n = Tile::total(col ? t.cols : t.rows);
-        T* p = c + t.offset;
-        if (be != T(0)) sp.scale_add<T>(p, t.ld, p, t.ld, r, n, be, T(0));
+      for_each_storage(x.lc.ranks[std::size_t(x.comm.rank())], [&](index_t off, index_t ld, index_t r, index_t n) {
+        T* p = c + off;
+        if (be != T(0)) sp.scale_add<T>(p, ld, p, ld, r, n, be, T(0));
         else
-          for (index_t j = 0; j < n; ++j) sp.zero(p + j * t.ld, std::size_t(r) * sizeof(T), DeviceSpace::Lane::compute);
-      }
+          for (index_t j = 0; j < n; ++j) sp.zero(p + j * ld, std::size_t(r) * sizeof(T), DeviceSpace::Lane::compute);
+      });
       sp.synchronize();
       x.seconds.multiply = MPI_Wtime() - t0, t0 = MPI_Wtime();
       return;

@@ -340,6 +340,11 @@ class DeviceSpace {
                       index_t cols, std::size_t elem_bytes) = 0;
   virtual void download(void* dst, index_t ld_dst, const void* src, index_t ld_src, index_t rows,
                         index_t cols, std::size_t elem_bytes) = 0;
+  // What upload/download of a rows x cols block will allocate (a GPU's pinned chunks), taken
+  // now, so that the copy itself allocates nothing; nothing where copies need no buffers.
+  virtual void reserve_transfers(index_t rows, index_t cols, std::size_t elem_bytes) {
+    (void)rows, (void)cols, (void)elem_bytes;
+  }
   // The same queued on the transfer lane, returning at once: the host memory must stay as it is
   // until the lane is past the copy (mark / wait_mark order it with the other lanes). From
   // pinned memory (pin_host) the copy engine moves it at the link's rate beside the products;
