@@ -49,12 +49,6 @@ int to_int(index_t v) {
   return static_cast<int>(v);
 }
 
-// Global index runs of process `p` of `nprocs` in an nb-block-cyclic split of n.
-std::vector<Run> cyclic_runs(index_t n, index_t nb, int p, int nprocs) {
-  std::vector<Run> runs;
-  for (index_t b = p; b * nb < n; b += nprocs) runs.push_back({b * nb, std::min(nb, n - b * nb)});
-  return runs;
-}
 
 }  // namespace
 
@@ -105,8 +99,8 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
       : s_(s), nb_(nb), pr_(pr), pc_(pc), grid_(world, pr, pc) {
     auto piece = [&](index_t rows, index_t cols) {
       Piece p;
-      p.row_runs = cyclic_runs(rows, nb_, grid_.row(), pr_);
-      p.col_runs = cyclic_runs(cols, nb_, grid_.col(), pc_);
+      p.row_runs = Piece::cyclic_runs(rows, nb_, grid_.row(), pr_);
+      p.col_runs = Piece::cyclic_runs(cols, nb_, grid_.col(), pc_);
       return p;  // may hold rows but no columns: PDGEMM's LLD still counts the local rows
     };
     pa_ = piece(s.m, s.k);
@@ -139,10 +133,10 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
     EstimateAccumulator acc;
     for (int i = 0; i < pr_; ++i)
       for (int j = 0; j < pc_; ++j) {
-        double mi = double(Piece::total(cyclic_runs(s_.m, nb_, i, pr_)));
-        double nj = double(Piece::total(cyclic_runs(s_.n, nb_, j, pc_)));
-        double ka = double(Piece::total(cyclic_runs(s_.k, nb_, j, pc_)));
-        double kb = double(Piece::total(cyclic_runs(s_.k, nb_, i, pr_)));
+        double mi = double(Piece::total(Piece::cyclic_runs(s_.m, nb_, i, pr_)));
+        double nj = double(Piece::total(Piece::cyclic_runs(s_.n, nb_, j, pc_)));
+        double ka = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, j, pc_)));
+        double kb = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, i, pr_)));
         double panels = double((s_.k + nb_ - 1) / nb_);
         acc.add(mi * (s_.k - ka) + nj * (s_.k - kb),
                 (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0), 2 * mi * nj * double(s_.k));

@@ -41,6 +41,13 @@ struct Piece {
     }
     return p;
   }
+  // The runs process p of nprocs holds of n in nb-blocks dealt cyclically from process 0
+  // (ScaLAPACK's layout along one dimension).
+  static std::vector<Run> cyclic_runs(index_t n, index_t nb, int p, int nprocs) {
+    std::vector<Run> runs;
+    for (index_t b = p; b * nb < n; b += nprocs) runs.push_back({b * nb, std::min(nb, n - b * nb)});
+    return runs;
+  }
   static index_t total(const std::vector<Run>& runs) {
     index_t t = 0;
     for (const auto& r : runs) t += r.length;

@@ -58,17 +58,10 @@ struct Geometry {
   int nprow = 1, npcol = 1;
 };
 
-// The global index runs that process p of `procs` holds of n in blocks of b.
-std::vector<Run> cyclic_runs(index_t n, index_t b, int p, int procs) {
-  std::vector<Run> runs;
-  for (index_t s = index_t(p) * b; s < n; s += index_t(procs) * b) runs.push_back({s, std::min(b, n - s)});
-  return runs;
-}
-
 Piece piece_of(const Geometry& g, int rank) {
   Piece p;
-  p.row_runs = cyclic_runs(g.rows, g.mb, rank / g.npcol, g.nprow);
-  p.col_runs = cyclic_runs(g.cols, g.nb, rank % g.npcol, g.npcol);
+  p.row_runs = Piece::cyclic_runs(g.rows, g.mb, rank / g.npcol, g.nprow);
+  p.col_runs = Piece::cyclic_runs(g.cols, g.nb, rank % g.npcol, g.npcol);
   return p;
 }
 
