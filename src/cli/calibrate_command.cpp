@@ -7,7 +7,8 @@
 //   alpha half the round trip of an 8-byte message (one rank: 1 us);
 //   mu    a rank's streaming rate through memory, every rank at once (a fused 4-in, 7-out pass,
 //         the shape of a Strassen step's sums, over 64 MiB of inputs; best of three);
-// and saves them where --algo auto reads them.
+// and saves them where --algo auto reads them (keeping the file's device section: calibrate
+// --device, calibrate_device.cpp, measures that).
 #include <mpi.h>
 #include <omp.h>
 
@@ -29,6 +30,9 @@
 namespace distmm {
 
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
+  if (o.device) return calibrate_device_command(o, os, rank);
+  if (o.emulate_device || o.quick || !o.engines.empty() || !o.dtypes.empty() || !o.sizes.empty())
+    throw UsageError("calibrate: --emulate-device, --engine, --dtype, --sizes and --quick go with --device");
   Comm world = Comm::world();
   const int P = world.size();
   const int threads = o.threads > 0 ? o.threads : default_threads();
@@ -119,7 +123,15 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   m.latency_s = median(lats);
   m.memory_bytes_per_s = median(mus);
   PathProblem saved;
-  if (rank == 0) saved = caught([&] { save_machine_model(m, path); });
+  m.measured = true;
+  if (rank == 0)
+    saved = caught([&] {
+      try {  // the device section of the file replaced is kept (calibrate --device)
+        if (auto old = read_machine_model(path); old) m.device = old->device;
+      } catch (const UsageError&) {
+      }
+      save_machine_model(m, path);
+    });
   world.agree(saved.message, saved.unwritable);
   if (rank == 0)
     os << "distmm calibrate on " << P << " rank" << (P > 1 ? "s" : "") << " x " << threads

@@ -56,8 +56,14 @@ int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank
 struct CalibrateOptions {
   std::string file;  // empty: machine_model_path()
   int threads = 0;
+  // --device: the device section (calibrate_device.cpp): engines' rates by size, the link
+  // between the ranks' devices, the device memory; on GPUs or the emulated device.
+  bool device = false, emulate_device = false, quick = false;
+  std::vector<std::string> engines, dtypes;  // empty: the GPU engines (blas emulated); f64 and f32
+  std::vector<long long> sizes;              // empty: the ladder (--quick: two sizes)
 };
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
+int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int rank);
 
 // `distmm layout-bench`: MultiplyPlan on block-cyclic or slab layouts against ScaLAPACK's
 // P?GEMM on the same local arrays, interleaved (layout_bench_command.cpp).
