@@ -120,7 +120,8 @@ std::unique_ptr<DistAlgorithm> make_auto_device(const Comm& world, GemmShape sha
                 dm.link_bytes_per_s / 1e9, dm.link_latency_s * 1e6, dm.memory_bytes_per_s / 1e9);
   why += buf;
   if (!dm.measured) {
-    why += "GPU defaults (no device section in " + (mm.measured ? mm.source : std::string("a machine file")) +
+    why += "GPU defaults (" +
+           (mm.measured ? machine_model_path() + " has no device section" : "no machine file at " + machine_model_path()) +
            ": run distmm calibrate --device)";
   } else {
     why += "from " + machine_model_path() + " (distmm calibrate --device on " + dm.device +

@@ -6,7 +6,8 @@
 //          or --quick), warmed up once, then best of three; the slowest rank's (a static split
 //          of the work waits for it);
 //   link   ranks paired (0-1, 2-3, ...) exchanging through the space's communicator (NCCL, or MPI
-//          through pinned host memory): bandwidth from 64 MiB each way (median over the pairs),
+//          through pinned host memory): bandwidth from 64 MiB each way (8 MiB emulated; median
+//          over the pairs),
 //          latency from one-element exchanges;
 //   memory the device memory's streaming rate: a fused 4-in, 1-out pass (DeviceSpace::combine,
 //          the shape of CAPS's sums) over 4 x 64 MiB, best of three.
@@ -203,7 +204,9 @@ int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int ra
     os << "distmm calibrate --device on " << P << " rank" << (P > 1 ? "s" : "") << " (" << d.device << ")\n"
        << "  engine rates (slowest rank, best of 3)  " << describe_rates(d) << "\n"
        << "  link                 " << d.link_bytes_per_s / 1e9 << " GB/s, " << d.link_latency_s * 1e6 << " us ("
-       << d.transport << (P > 1 ? "; pairs exchanging 64 MiB" : "; one rank: defaults") << ")\n"
+       << d.transport
+       << (P > 1 ? "; pairs exchanging " + std::to_string((o.emulate_device ? 8 : 64)) + " MiB" : std::string("; one rank: defaults"))
+       << ")\n"
        << "  device memory        " << d.memory_bytes_per_s / 1e9 << " GB/s (fused 4-in, 1-out pass)\n"
        << "  saved to             " << path << " (the device section; read by --algo auto and distmm plan on "
        << "device-resident runs)\n";
