@@ -65,17 +65,8 @@ std::vector<std::string> default_engines(bool emulated) {
 int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   Comm world = Comm::world();
   const int P = world.size();
-  const int threads = o.threads > 0 ? o.threads : default_threads();
-  omp_set_num_threads(threads);
-  blas_set_threads(threads);
-  std::string path;
-  PathProblem where;
-  if (rank == 0)
-    where = caught([&] {
-      path = o.file.empty() ? machine_model_path_for_writing() : o.file;
-      if (PathProblem p = output_problem(path, "machine file")) p.raise();
-    });
-  world.agree(where.message, where.unwritable);
+  int threads = 0;
+  const std::string path = calibrate_start(o, world, rank, threads);
 
   // The engines and dtypes, checked before anything is measured.
   const std::vector<std::string> engines = o.engines.empty() ? default_engines(o.emulate_device) : o.engines;
@@ -187,19 +178,7 @@ int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int ra
     }
   }
 
-  // Rank 0 keeps the host values of the file it replaces (an unusable file is replaced whole).
-  PathProblem saved;
-  if (rank == 0)
-    saved = caught([&] {
-      MachineModel m;
-      try {
-        if (auto old = read_machine_model(path); old) m = *old;
-      } catch (const UsageError&) {
-      }
-      m.device = d;
-      save_machine_model(m, path);
-    });
-  world.agree(saved.message, saved.unwritable);
+  calibrate_save(path, world, rank, [&](MachineModel& file) { file.device = d; });  // the host values kept
   if (rank == 0)
     os << "distmm calibrate --device on " << P << " rank" << (P > 1 ? "s" : "") << " (" << d.device << ")\n"
        << "  engine rates (slowest rank, best of 3)  " << describe_rates(d) << "\n"

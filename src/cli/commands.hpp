@@ -1,5 +1,6 @@
 // The small commands beside `run`.
 #pragma once
+#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -12,6 +13,9 @@ class App;
 }
 
 namespace distmm {
+
+class Comm;
+struct MachineModel;
 
 // "a|b|c": names for a help text or a message.
 inline std::string joined(const std::vector<std::string>& v, const char* sep = "|") {
@@ -64,6 +68,12 @@ struct CalibrateOptions {
 };
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
 int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int rank);
+// What both share (calibrate_command.cpp): the threads for BLAS and OpenMP set, and where to save
+// (rank 0's path), checked on every rank before the measurement takes every rank's time; then
+// rank 0 rewrites the file with update() applied to what it holds (the other half kept; an
+// unusable file replaced whole). Collective.
+std::string calibrate_start(const CalibrateOptions& o, const Comm& world, int rank, int& threads);
+void calibrate_save(const std::string& path, const Comm& world, int rank, const std::function<void(MachineModel&)>& update);
 
 // `distmm layout-bench`: MultiplyPlan on block-cyclic or slab layouts against ScaLAPACK's
 // P?GEMM on the same local arrays, interleaved (layout_bench_command.cpp).
