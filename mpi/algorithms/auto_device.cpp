@@ -67,7 +67,8 @@ std::unique_ptr<DistAlgorithm> make_auto_device(const Comm& world, GemmShape sha
   // the same candidates, each of which builds communicators).
   std::string caps_note;
   std::vector<CapsSteps> seqs = device_caps_sequences(P, shape);
-  if (!opts.strassen_like_ok) caps_note = "caps not weighed: the caller asked for a classical product";
+  if (!opts.strassen_like_ok)
+    caps_note = "caps not weighed: a classical product asked for (by the caller, or for a streamed run's stages)";
   else if (!dm.measured) caps_note = "caps not weighed without a measured device model (run distmm calibrate --device)";
   else if (!opts.engine) caps_note = "caps not weighed: no engine to size its memory";
   else if (seqs.empty())
