@@ -11,6 +11,7 @@
 #include "algorithms.hpp"
 #include "caps.hpp"
 #include "cost_model.hpp"
+#include "../runtime/counting_space.hpp"
 #include "../runtime/grid.hpp"
 
 namespace distmm {
@@ -44,6 +45,18 @@ std::vector<CapsSteps> device_caps_sequences(int P, GemmShape s) {
       if (std::find(seqs.begin(), seqs.end(), st) == seqs.end()) seqs.push_back(st);
     }
   return seqs;
+}
+
+// Device bytes a device-resident run of `a` reserves on this rank, as the run's planner counts
+// them (run_plan.cpp, device_need): A and B where they have no home in a buffer, C, the
+// algorithm's buffers (sizes from a space of addresses alone) and the engine's workspace for its
+// largest product.
+double device_bytes(const DistAlgorithm& a, const Engine& e, Dtype dt, const DeviceSpace& addresses) {
+  using In = DistAlgorithm::Input;
+  const auto bytes = [&](const Piece& p) { return double(p.rows()) * double(p.cols()) * double(size_of(dt)); };
+  const GemmShape g = a.largest_product();
+  return (a.device_home(In::a) ? 0.0 : bytes(a.piece_a())) + (a.device_home(In::b) ? 0.0 : bytes(a.piece_b())) +
+         bytes(a.piece_c()) + double(a.device_extra_bytes(dt, addresses)) + double(e.workspace_bytes(g.m, g.n, g.k, dt));
 }
 
 }  // namespace
@@ -82,16 +95,33 @@ std::unique_ptr<DistAlgorithm> make_auto_device(const Comm& world, GemmShape sha
     std::vector<const BilinearFormula*> formulas;
     if (opts.formula) formulas.push_back(opts.formula);
     else formulas = {&kStrassenFormula, &kWinogradFormula};
-    std::string weighed, left_out;
-    for (std::size_t i = 0; i < seqs.size(); ++i) {
-      std::string& into = need[i] <= limit ? weighed : left_out;
-      into += (into.empty() ? "" : ", ") + to_string(seqs[i]);
-      if (need[i] > limit) continue;
-      for (const BilinearFormula* f : formulas) {
+    // Then what the run will reserve for each that passed (its pieces, buffers and the engine's
+    // workspace for its leaves, as the planner's device_need counts them), so that auto never
+    // picks a plan that the run's memory check refuses.
+    std::vector<std::unique_ptr<DistAlgorithm>> caps;
+    std::vector<std::size_t> seq_of;
+    std::vector<const BilinearFormula*> formula_of;
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      for (const BilinearFormula* f : need[i] <= limit ? formulas : std::vector<const BilinearFormula*>{}) {
         AlgoOptions co = opts;
         co.caps_steps = seqs[i], co.formula = f;
-        cands.push_back(make_caps(world, shape, co)), keys.push_back("caps " + to_string(seqs[i]) + " " + f->name);
+        caps.push_back(make_caps(world, shape, co)), seq_of.push_back(i), formula_of.push_back(f);
       }
+    std::vector<double> reserved(caps.size());
+    const CountingSpace addresses;  // buffers' sizes only
+    for (std::size_t c = 0; c < caps.size(); ++c) reserved[c] = device_bytes(*caps[c], *opts.engine, dt, addresses);
+    MPI_Allreduce(MPI_IN_PLACE, reserved.data(), int(reserved.size()), MPI_DOUBLE, MPI_MAX, world.get());
+    std::vector<bool> fits(seqs.size(), false);
+    for (std::size_t c = 0; c < caps.size(); ++c) {
+      if (reserved[c] > limit) continue;
+      fits[seq_of[c]] = true;
+      keys.push_back("caps " + to_string(seqs[seq_of[c]]) + " " + formula_of[c]->name);
+      cands.push_back(std::move(caps[c]));
+    }
+    std::string weighed, left_out;
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      std::string& into = fits[i] ? weighed : left_out;
+      into += (into.empty() ? "" : ", ") + to_string(seqs[i]);
     }
     caps_note = weighed.empty() ? "caps not weighed: no step sequence fits the device memory (" + left_out + ")"
                                 : "caps weighed with steps " + weighed +

@@ -45,11 +45,12 @@ struct Chosen {
   std::string name, why;
 };
 
-Chosen choose(const Comm& world, const std::string& path, GemmShape shape, bool strassen_ok = true) {
+Chosen choose(const Comm& world, const std::string& path, GemmShape shape, bool strassen_ok = true,
+              std::size_t device_limit = std::size_t(1) << 32) {
   static std::unique_ptr<Engine> blas = make_engine("blas", {});
   AlgoOptions o;
   o.device_resident = true, o.inputs_at_home = true;
-  o.device_limit = std::size_t(1) << 32;
+  o.device_limit = device_limit;
   o.engine = blas.get(), o.dtype = Dtype::f64;
   o.strassen_like_ok = strassen_ok;
   ::setenv("DISTMM_MACHINE_FILE", path.c_str(), 1);
@@ -80,6 +81,12 @@ TEST(AutoDevice, SlowMultipliesChooseCapsWithDealtSteps) {
   const Chosen classical = choose(world, path, {1024, 1024, 1024}, false);
   EXPECT_NE(classical.name, "caps") << classical.why;
   EXPECT_TRUE(has(classical.why, "caps not weighed: a classical product asked for")) << classical.why;
+  // Nor where no step sequence fits the device's memory beside the operands (their share of the
+  // limit: 1024^2 x 3 x 8 bytes / P, and CAPS holds more than twice that).
+  const Chosen tight = choose(world, path, {1024, 1024, 1024}, true, 1);
+  EXPECT_NE(tight.name, "caps") << tight.why;
+  EXPECT_TRUE(has(tight.why, "caps not weighed: no step sequence fits the device memory (")) << tight.why;
+  EXPECT_TRUE(has(tight.why, "X, XX")) << "the dealt steps were tried: " << tight.why;
   if (world.rank() == 0) std::remove(path.c_str());
 }
 
