@@ -189,6 +189,9 @@ class DistAlgorithm {
   // Peak bytes this rank holds during multiply(), inputs and outputs included.
   virtual std::size_t peak_bytes(Dtype dt, const Engine& e) const = 0;
   virtual CommEstimate analytic() const = 0;
+  // The largest local product this rank's multiply hands its engine (--algo auto prices it at
+  // the engine's rate for that size on a device).
+  GemmShape largest_product() const { return device_gemm_shape(); }
   // False where the algorithm calls its own BLAS (ScaLAPACK): the engine is not used.
   virtual bool uses_engine() const { return true; }
   // Set when communication is not routed through comm.hpp (ScaLAPACK): no measured counts.

@@ -100,6 +100,7 @@ double plan_memory_limit(const Comm& world, GemmShape s, const AlgoOptions& o) {
 
 std::unique_ptr<DistAlgorithm> make_algorithm(Algorithm algo, const Comm& world, GemmShape shape,
                                               const AlgoOptions& opts) {
+  if (algo == Algorithm::automatic && opts.device_resident) return make_auto_device(world, shape, opts);
   if (algo == Algorithm::automatic) {
     // Of the classical algorithms that fit this rank count, the one with the least predicted
     // time for the busiest rank: flops over the rank's rate, bytes over bandwidth, messages

@@ -11,5 +11,8 @@ std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const Al
 std::unique_ptr<DistAlgorithm> make_scalapack(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o);
 std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const AlgoOptions& o);
+// --algo auto for a device-resident run (auto_device.cpp): the candidates, CAPS's dealt steps
+// among them, priced by the machine model's device section.
+std::unique_ptr<DistAlgorithm> make_auto_device(const Comm& world, GemmShape s, const AlgoOptions& o);
 
 }  // namespace distmm

@@ -197,7 +197,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   if (sequences.size() == 1 && formulas.size() == 1) return make(sequences[0], *formulas[0]);
 
   // The candidates' predicted times (cost_model.hpp) from their exact counts.
-  const MachineModel mm = machine_model(world);
+  const MachineModel mm = machine_model_for(world, o.device_resident, engine ? engine->name() : "", dt, double(s.m), double(s.n), double(s.k));
   const double elem = double(size_of(dt));
   std::vector<std::unique_ptr<DistAlgorithm>> cands;
   std::vector<std::string> keys;  // "DB strassen": the choice among CAPS variants

@@ -305,7 +305,7 @@ GridCost grid_cost(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std
 std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const AlgoOptions& o) {
   const int P = world.size();
   const std::size_t elem = size_of(o.dtype);
-  const MachineModel mm = machine_model(world);
+  const MachineModel mm = machine_model_for(world, o.device_resident, o.engine ? o.engine->name() : "", o.dtype, double(s.m), double(s.n), double(s.k));
   const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
   if (o.cuboid_grid[0] > 0) {  // the user's grid, checked
     CuboidGrid g{o.cuboid_grid[0], o.cuboid_grid[1], o.cuboid_grid[2], std::max(o.cuboid_steps, 1)};

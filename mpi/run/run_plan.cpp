@@ -261,9 +261,13 @@ RunPlan make_run_plan(const Comm& world, RunSpec o) {
   double need = 0;  // device bytes per rank of what will run
   if (asked.residency == Residency::streamed) {
     if (o.algo == Algorithm::automatic) {
+      // Classical stages: the stage plan rebuilds the pick by name, and CAPS's by name would not be
+      // the steps auto weighed (its dealt steps are for device-resident runs).
+      AlgoOptions stage_opts = o.algo_opts;
+      stage_opts.strassen_like_ok = false;
       const auto pick = make_algorithm(Algorithm::automatic, world,
                                        {(o.m + grid.rows - 1) / grid.rows, (o.n + grid.cols - 1) / grid.cols, o.k},
-                                       o.algo_opts);
+                                       stage_opts);
       kind = *parse_algorithm(pick->name());
       stage_choice = "for the stages' products: " + pick->selection();
     }

@@ -7,12 +7,14 @@
 //   alpha half the round trip of an 8-byte message (one rank: 1 us);
 //   mu    a rank's streaming rate through memory, every rank at once (a fused 4-in, 7-out pass,
 //         the shape of a Strassen step's sums, over 64 MiB of inputs; best of three);
-// and saves them where --algo auto reads them.
+// and saves them where --algo auto reads them (keeping the file's device section: calibrate
+// --device, calibrate_device.cpp, measures that).
 #include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <vector>
 
@@ -28,14 +30,11 @@
 
 namespace distmm {
 
-int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
-  Comm world = Comm::world();
-  const int P = world.size();
-  const int threads = o.threads > 0 ? o.threads : default_threads();
+std::string calibrate_start(const CalibrateOptions& o, const Comm& world, int rank, int& threads) {
+  if (o.threads < 0) throw UsageError("--threads must be 1 or more (0 = automatic)");
+  threads = o.threads > 0 ? o.threads : default_threads();
   omp_set_num_threads(threads);
   blas_set_threads(threads);
-  if (o.threads < 0) throw UsageError("--threads must be 1 or more (0 = automatic)");
-  // Where to save, checked before the measurement takes every rank's time.
   std::string path;
   PathProblem where;
   if (rank == 0)
@@ -44,6 +43,32 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
       if (PathProblem p = output_problem(path, "machine file")) p.raise();
     });
   world.agree(where.message, where.unwritable);
+  return path;
+}
+
+void calibrate_save(const std::string& path, const Comm& world, int rank, const std::function<void(MachineModel&)>& update) {
+  PathProblem saved;
+  if (rank == 0)
+    saved = caught([&] {
+      MachineModel m;
+      try {
+        if (auto old = read_machine_model(path); old) m = *old;
+      } catch (const UsageError&) {  // an unusable file is replaced whole
+      }
+      update(m);
+      save_machine_model(m, path);
+    });
+  world.agree(saved.message, saved.unwritable);
+}
+
+int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
+  if (o.device) return calibrate_device_command(o, os, rank);
+  if (o.emulate_device || o.quick || !o.engines.empty() || !o.dtypes.empty() || !o.sizes.empty())
+    throw UsageError("calibrate: --emulate-device, --engine, --dtype, --sizes and --quick go with --device");
+  Comm world = Comm::world();
+  const int P = world.size();
+  int threads = 0;
+  const std::string path = calibrate_start(o, world, rank, threads);
 
   // F: every rank multiplies at once.
   const index_t n = 2048;
@@ -112,15 +137,17 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank) {
   MPI_Allgather(&mu, 1, MPI_DOUBLE, mus.data(), 1, MPI_DOUBLE, world.get());
   MPI_Allgather(&bw, 1, MPI_DOUBLE, bws.data(), 1, MPI_DOUBLE, world.get());
   MPI_Allgather(&lat, 1, MPI_DOUBLE, lats.data(), 1, MPI_DOUBLE, world.get());
-  MachineModel m;
+  MachineModel m;  // what was measured (the file's device section is kept)
   m.flops_per_s = median(rates);
   m.slowest_flops_per_s = *std::min_element(rates.begin(), rates.end());
   m.bytes_per_s = median(bws);
   m.latency_s = median(lats);
   m.memory_bytes_per_s = median(mus);
-  PathProblem saved;
-  if (rank == 0) saved = caught([&] { save_machine_model(m, path); });
-  world.agree(saved.message, saved.unwritable);
+  m.measured = true;
+  calibrate_save(path, world, rank, [&](MachineModel& file) {
+    const DeviceModel device = file.device;
+    file = m, file.device = device;
+  });
   if (rank == 0)
     os << "distmm calibrate on " << P << " rank" << (P > 1 ? "s" : "") << " x " << threads
        << " threads\n  GEMM rate per rank   " << m.flops_per_s / 1e9 << " GFLOP/s (f64, 2048^3; median, slowest rank "

@@ -1,5 +1,6 @@
 // The small commands beside `run`.
 #pragma once
+#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -12,6 +13,9 @@ class App;
 }
 
 namespace distmm {
+
+class Comm;
+struct MachineModel;
 
 // "a|b|c": names for a help text or a message.
 inline std::string joined(const std::vector<std::string>& v, const char* sep = "|") {
@@ -56,8 +60,20 @@ int engine_bench_command(const EngineBenchOptions& o, std::ostream& os, int rank
 struct CalibrateOptions {
   std::string file;  // empty: machine_model_path()
   int threads = 0;
+  // --device: the device section (calibrate_device.cpp): engines' rates by size, the link
+  // between the ranks' devices, the device memory; on GPUs or the emulated device.
+  bool device = false, emulate_device = false, quick = false;
+  std::vector<std::string> engines, dtypes;  // empty: the GPU engines (blas emulated); f64 and f32
+  std::vector<long long> sizes;              // empty: the ladder (--quick: two sizes)
 };
 int calibrate_command(const CalibrateOptions& o, std::ostream& os, int rank);
+int calibrate_device_command(const CalibrateOptions& o, std::ostream& os, int rank);
+// What both share (calibrate_command.cpp): the threads for BLAS and OpenMP set, and where to save
+// (rank 0's path), checked on every rank before the measurement takes every rank's time; then
+// rank 0 rewrites the file with update() applied to what it holds (the other half kept; an
+// unusable file replaced whole). Collective.
+std::string calibrate_start(const CalibrateOptions& o, const Comm& world, int rank, int& threads);
+void calibrate_save(const std::string& path, const Comm& world, int rank, const std::function<void(MachineModel&)>& update);
 
 // `distmm layout-bench`: MultiplyPlan on block-cyclic or slab layouts against ScaLAPACK's
 // P?GEMM on the same local arrays, interleaved (layout_bench_command.cpp).

@@ -59,6 +59,16 @@ int dispatch(int argc, char** argv, int rank) {
   calibrate->add_option("--file", co.file, "Where to save (default: $DISTMM_MACHINE_FILE or ~/.cache/distmm/machine.json)");
   calibrate->add_option("--threads", co.threads, "Threads per rank (default: the node's cores over its ranks)")
       ->check(CLI::Range(0, kMostThreads));
+  calibrate->add_flag("--device", co.device,
+                      "Measure the device side instead (one rank per GPU): each engine's rate at a ladder of sizes, "
+                      "the link between the GPUs (NCCL), the device memory; saved as the file's device section");
+  calibrate->add_flag("--emulate-device", co.emulate_device,
+                      "With --device: through the emulated device (host memory, a host engine such as blas)");
+  calibrate->add_option("--engine", co.engines, "With --device: engines to measure (repeatable; default: the GPU engines)");
+  calibrate->add_option("--dtype", co.dtypes, "With --device: dtypes to measure (repeatable; default f64 and f32)");
+  calibrate->add_option("--sizes", co.sizes, "With --device: square sizes (default 1024 to 16384, capped by memory)")
+      ->check(kDimension);
+  calibrate->add_flag("--quick", co.quick, "With --device: two sizes only");
   CLI::App* info = app.add_subcommand("info", "Build options, MPI, BLAS, threads, GPUs, dtypes and engines");
   distmm::AccuracyOptions ao;
   CLI::App* acc = app.add_subcommand(
