@@ -37,6 +37,9 @@
 #     ("via P2P/CUMEM", "via NET/Socket/0", ...) go into the table, so a row labelled network that
 #     did not go through the network is seen as such;
 #   - gpu-bench on one GPU (the efficiency's reference), as in MODE=gpus.
+#   DISTMM_MACHINE_FILE and NETWORK_MACHINE_FILE: the machine files (`distmm calibrate --device`
+#   with NCCL as it is, and with the network settings above) that --algo auto reads on each
+#   transport; without NETWORK_MACHINE_FILE both transports read DISTMM_MACHINE_FILE.
 #   The table gives per row the words the busiest rank sent (comm.hpp's count, x the element's
 #   bytes) and the achieved rate they imply: GB/s over the communication phases' time where the
 #   run timed them (host runs of cuboid and CAPS), else over the whole multiply's time: a LOWER
@@ -120,6 +123,9 @@ quiet() { grep -v pmix || true; }
 transport_env() {
   echo NCCL_NVLS_ENABLE="$NCCL_NVLS_ENABLE"
   [ "$transport" = default ] || printf '%s\n' "${network_env[@]}"
+  # --algo auto prices with the machine file of the transport it runs on (calibrate --device
+  # measured under the same NCCL settings), so that its choice can follow the link
+  [ "$transport" = default ] || [ -z "${NETWORK_MACHINE_FILE:-}" ] || echo DISTMM_MACHINE_FILE="$NETWORK_MACHINE_FILE"
 }
 over_budget() { [ "$budget" -gt 0 ] && [ $((SECONDS - start)) -ge "$budget" ]; }
 runs() {  # runs P ENGINE DTYPE ALGO [run options]: one distmm run, its JSON line appended
