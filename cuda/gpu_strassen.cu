@@ -145,40 +145,10 @@ class CublasEngine final : public GpuEngineBase<CublasEngine> {
   }
 };
 
-// The engine options' accuracy target (validated where the options are taken; a bad one here
-// is a UsageError naming the fix) and its name in the report ("--moduli N" where forced).
-ozaki::Accuracy engine_accuracy(const EngineOptions& o) {
-  ozaki::Accuracy a;
-  const std::string why = ozaki::parse_accuracy(o.accuracy, a);
-  if (!why.empty()) throw UsageError(why);
-  return a;
-}
-std::string accuracy_text(const EngineOptions& o) {
-  return o.moduli > 0 ? "forced (--moduli " + std::to_string(o.moduli) + ")" : o.accuracy;
-}
-
 // What an emulation did, for describe(): "INT8 tensor cores, Ozaki scheme II, accuracy native,
-// 8 moduli, fast scaling, bound 5.2e-04 |A||B| (target 9.8e-04), 3 products (1 run natively:
-// NaN or Inf among the operands)".
+// 8 moduli, ..." (ozaki::Tally::text).
 std::string emulation_text(const Int8Emulation& e, const std::string& accuracy) {
-  const EmulationStats& s = e.stats();
-  std::string t = "INT8 tensor cores, Ozaki scheme II, accuracy " + accuracy + ", ";
-  if (s.calls == 0) t += "no product emulated yet";
-  else {
-    char b[96];
-    std::snprintf(b, sizeof b, ", %s scaling, bound %.2e |A||B|", s.scaling, s.max_bound);
-    t += (s.min_moduli == s.max_moduli ? std::to_string(s.max_moduli)
-                                       : std::to_string(s.min_moduli) + "-" + std::to_string(s.max_moduli)) +
-         " moduli" + b;
-    if (s.target > 0) {
-      std::snprintf(b, sizeof b, " (target %.2e)", s.target);
-      t += b;
-    }
-    t += ", " + std::to_string(s.calls) + " products";
-  }
-  if (s.fallbacks)
-    t += " (" + std::to_string(s.fallbacks) + " run natively: " + s.last_fallback + ")";
-  return t;
+  return "INT8 tensor cores, Ozaki scheme II, " + e.stats().text(accuracy);
 }
 
 // `gpu-ozaki`: every product emulated on INT8 tensor cores at the native routine's accuracy
@@ -187,10 +157,10 @@ class OzakiEngine final : public GpuEngineBase<OzakiEngine> {
  public:
   static constexpr DtypeSet kDtypes = DtypeSet::all();
   explicit OzakiEngine(const EngineOptions& o)
-      : GpuEngineBase(o, "gpu-ozaki"), emulation_(o.moduli, engine_accuracy(o)) {}
+      : GpuEngineBase(o, "gpu-ozaki"), emulation_(o.moduli, ozaki::accuracy_or_throw(o.accuracy)) {}
   std::string name() const override { return "gpu-ozaki"; }
   std::string describe() const override {
-    return "gpu-ozaki (" + emulation_text(emulation_, accuracy_text(o_)) + ", " + device_name_ + ")";
+    return "gpu-ozaki (" + emulation_text(emulation_, ozaki::accuracy_label(o_.accuracy, o_.moduli)) + ", " + device_name_ + ")";
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
     return Int8Emulation::workspace_bytes(m, n, k, dt, o_.moduli);
@@ -218,13 +188,13 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
         name_(std::move(name)),
         streams_(this->stream(), this->handle_->get(), emulated ? 1 : o.streams),
         lt_(this->device_name_, this->sm_count_),
-        emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli, engine_accuracy(o)) : nullptr) {}
+        emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli, ozaki::accuracy_or_throw(o.accuracy)) : nullptr) {}
   std::string name() const override { return name_; }
   std::string describe() const override {
     return name_ + " (" + levels_text(this->o_.levels, levels_run_) + ", tau1 " +
            std::to_string(this->o_.tau1) + ", tau2 " + std::to_string(this->o_.tau2) + ", " +
            std::to_string(streams_.size()) + " streams, " +
-           (emulation_ ? "leaves on " + emulation_text(*emulation_, accuracy_text(this->o_))
+           (emulation_ ? "leaves on " + emulation_text(*emulation_, ozaki::accuracy_label(this->o_.accuracy, this->o_.moduli))
                        : std::string(this->o_.tuned_leaves ? "tuned" : "cuBLAS's") + " leaf kernels") +
            ", " + this->device_name_ + ")";
   }

@@ -483,8 +483,7 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
                          const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
   if (m <= 0 || n <= 0) return true;
   auto decline = [&](std::string why) {
-    ++stats_.fallbacks;
-    stats_.last_fallback = std::move(why);
+    stats_.declined(std::move(why));
     return false;
   };
   if (k <= 0 || alpha == T(0)) return decline("nothing to multiply (k = 0 or alpha = 0)");
@@ -665,11 +664,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     clock.mark("crt", s);
   }
   clock.report(m, n, k, N);
-  stats_.min_moduli = stats_.min_moduli ? std::min(stats_.min_moduli, N) : N;
-  stats_.max_moduli = std::max(stats_.max_moduli, N);
-  stats_.max_bound = std::max(stats_.max_bound, choice.bound);
-  stats_.target = choice.target;
-  stats_.scaling = choice.scaling;
+  stats_.chose(choice);
   return "";
 }
 

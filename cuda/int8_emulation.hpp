@@ -33,15 +33,7 @@
 namespace distmm {
 
 // What the calls so far did, for describe() and the report.
-struct EmulationStats {
-  long long calls = 0;       // products emulated
-  long long fallbacks = 0;   // products declined (run natively)
-  int min_moduli = 0, max_moduli = 0;
-  double max_bound = 0;       // the largest entrywise bound c (|C - AB| <= c |A||B|) of the calls
-  double target = 0;          // what c had to meet (0: none, accuracy max or forced moduli)
-  const char* scaling = "";   // the scaling mode the rule chose
-  std::string last_fallback;  // why the last declined product was declined
-};
+using EmulationStats = ozaki::Tally;
 
 class Int8Emulation {
  public:

@@ -24,11 +24,13 @@
 // Algorithms, 2nd ed., eq. 3.13). relative eps: c <= eps. max: today's rule (required_bits),
 // with its c reported but not targeted.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "../src/core/types.hpp"
 #include "ozaki_arith.hpp"
 
 namespace distmm::ozaki {
@@ -51,6 +53,16 @@ inline std::string parse_accuracy(const std::string& text, Accuracy& out, const 
     return option + (text.empty() ? "''" : text) + ": use native, max or a relative error in (0, 1) such as 1e-10";
   out = {Accuracy::relative, eps};
   return "";
+}
+// An engine's target (EngineOptions::accuracy, checked where the options are taken: a bad one
+// here is a UsageError naming the fix) and its name in the report, or how N was forced.
+inline Accuracy accuracy_or_throw(const std::string& text) {
+  Accuracy a;
+  if (std::string why = parse_accuracy(text, a); !why.empty()) throw UsageError(why);
+  return a;
+}
+inline std::string accuracy_label(const std::string& text, int forced_moduli) {
+  return forced_moduli > 0 ? "forced (--moduli " + std::to_string(forced_moduli) + ")" : text;
 }
 inline std::string accuracy_name(const Accuracy& a) {
   if (a.kind == Accuracy::native) return "native";
@@ -145,5 +157,49 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
   c.why = why;
   return c;
 }
+
+// What an emulation's calls so far did, for describe() and the report (the GPU's and the host
+// twin's): "accuracy native, 8 moduli, fast scaling, bound 5.2e-04 |A||B| (target 9.8e-04),
+// 3 products (1 run natively: NaN or Inf among the operands)".
+struct Tally {
+  long long calls = 0;      // products emulated
+  long long fallbacks = 0;  // products declined (run natively)
+  int min_moduli = 0, max_moduli = 0;
+  double max_bound = 0;       // the largest entrywise bound c (|C - AB| <= c |A||B|) of the calls
+  double target = 0;          // what c had to meet (0: none, accuracy max or forced moduli)
+  const char* scaling = "";   // the scaling mode the rule chose
+  std::string last_fallback;  // why the last declined product was declined
+
+  // One emulated product (or k-chunk) with the rule's choice.
+  void chose(const Choice& c) {
+    min_moduli = min_moduli ? std::min(min_moduli, c.N) : c.N;
+    max_moduli = std::max(max_moduli, c.N);
+    max_bound = std::fmax(max_bound, c.bound);
+    target = c.target, scaling = c.scaling;
+  }
+  void declined(std::string why) {
+    ++fallbacks;
+    last_fallback = std::move(why);
+  }
+  // `accuracy`: the target's name, or how N was forced.
+  std::string text(const std::string& accuracy) const {
+    std::string t = "accuracy " + accuracy + ", ";
+    if (calls == 0) t += "no product emulated yet";
+    else {
+      char b[96];
+      std::snprintf(b, sizeof b, ", %s scaling, bound %.2e |A||B|", scaling, max_bound);
+      t += (min_moduli == max_moduli ? std::to_string(max_moduli)
+                                     : std::to_string(min_moduli) + "-" + std::to_string(max_moduli)) +
+           " moduli" + b;
+      if (target > 0) {
+        std::snprintf(b, sizeof b, " (target %.2e)", target);
+        t += b;
+      }
+      t += ", " + std::to_string(calls) + " products";
+    }
+    if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
+    return t;
+  }
+};
 
 }  // namespace distmm::ozaki

@@ -15,6 +15,9 @@ namespace distmm::ozaki {
 
 constexpr int kMaxModuli = 16;
 
+// Unsigned 128-bit integers of the host compilers (GCC, Clang; quiet under -Wpedantic).
+__extension__ typedef unsigned __int128 host_u128;
+
 // The moduli: pairwise coprime, <= 256 (symmetric residues fit in int8), largest first, so that
 // their product M grows fastest; with 16 of them M < 2^126.
 DISTMM_HD constexpr int modulus(int l) {
@@ -81,7 +84,7 @@ DISTMM_HD std::uint64_t mul_hi(std::uint64_t a, std::uint64_t b) {
 #ifdef __CUDA_ARCH__
   return __umul64hi(a, b);
 #else
-  return std::uint64_t((unsigned __int128)a * b >> 64);
+  return std::uint64_t(host_u128(a) * b >> 64);
 #endif
 }
 // a * u for a small u (the product stays below 2^128).
@@ -121,7 +124,7 @@ struct Crt {
 
 // Host only: the constants for N moduli (2 <= N <= kMaxModuli).
 inline Crt crt_constants(int N) {
-  using u128 = unsigned __int128;
+  using u128 = host_u128;
   auto split = [](u128 v) {
     U128 r;
     r.lo = std::uint64_t(v), r.hi = std::uint64_t(v >> 64);
