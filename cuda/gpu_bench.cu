@@ -172,6 +172,7 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
           e2.streams = st;
           e2.tuned_leaves = tuned;
           e2.moduli = o.moduli;
+          e2.accuracy = o.accuracy;
           auto eng = make_engine(name, e2);
           double ms = time(eng.get());
           double err = error(stream_of(eng.get()));

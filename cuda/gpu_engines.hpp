@@ -37,6 +37,7 @@ struct GpuBenchOptions {
   std::vector<int> streams{2};  // streams for independent leaf products, one row set per value
   bool untuned_too = false;     // also rows with cuBLAS's own leaf kernels (no tuning file)
   int moduli = 0;               // INT8-emulated engines: moduli count (0: the accuracy rule)
+  std::string accuracy = "native";  // INT8-emulated engines: the accuracy target
   bool error = true;            // measure each row's error (--no-error: timings only)
   std::vector<std::string> engines{"gpu-strassen", "gpu-strassen-lowmem", "gpu-winograd"};
   int repeat = 3;

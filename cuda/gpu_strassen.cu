@@ -145,19 +145,10 @@ class CublasEngine final : public GpuEngineBase<CublasEngine> {
   }
 };
 
-// What an emulation did, for describe(): "INT8 tensor cores, Ozaki scheme II, 7 moduli, 3 products
-// (1 declined: NaN or Inf among the operands)".
-std::string emulation_text(const Int8Emulation& e) {
-  const EmulationStats& s = e.stats();
-  std::string t = "INT8 tensor cores, Ozaki scheme II, ";
-  if (s.calls == 0) t += "no product emulated yet";
-  else
-    t += (s.min_moduli == s.max_moduli ? std::to_string(s.max_moduli)
-                                       : std::to_string(s.min_moduli) + "-" + std::to_string(s.max_moduli)) +
-         " moduli, " + std::to_string(s.calls) + " products";
-  if (s.fallbacks)
-    t += " (" + std::to_string(s.fallbacks) + " run natively: " + s.last_fallback + ")";
-  return t;
+// What an emulation did, for describe(): "INT8 tensor cores, Ozaki scheme II, accuracy native,
+// 8 moduli, ..." (ozaki::Tally::text).
+std::string emulation_text(const Int8Emulation& e, const std::string& accuracy) {
+  return "INT8 tensor cores, Ozaki scheme II, " + e.stats().text(accuracy);
 }
 
 // `gpu-ozaki`: every product emulated on INT8 tensor cores at the native routine's accuracy
@@ -165,10 +156,11 @@ std::string emulation_text(const Int8Emulation& e) {
 class OzakiEngine final : public GpuEngineBase<OzakiEngine> {
  public:
   static constexpr DtypeSet kDtypes = DtypeSet::all();
-  explicit OzakiEngine(const EngineOptions& o) : GpuEngineBase(o, "gpu-ozaki"), emulation_(o.moduli) {}
+  explicit OzakiEngine(const EngineOptions& o)
+      : GpuEngineBase(o, "gpu-ozaki"), emulation_(o.moduli, ozaki::accuracy_or_throw(o.accuracy)) {}
   std::string name() const override { return "gpu-ozaki"; }
   std::string describe() const override {
-    return "gpu-ozaki (" + emulation_text(emulation_) + ", " + device_name_ + ")";
+    return "gpu-ozaki (" + emulation_text(emulation_, ozaki::accuracy_label(o_.accuracy, o_.moduli)) + ", " + device_name_ + ")";
   }
   std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt) const override {
     return Int8Emulation::workspace_bytes(m, n, k, dt, o_.moduli);
@@ -196,13 +188,13 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
         name_(std::move(name)),
         streams_(this->stream(), this->handle_->get(), emulated ? 1 : o.streams),
         lt_(this->device_name_, this->sm_count_),
-        emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli) : nullptr) {}
+        emulation_(emulated ? std::make_unique<Int8Emulation>(o.moduli, ozaki::accuracy_or_throw(o.accuracy)) : nullptr) {}
   std::string name() const override { return name_; }
   std::string describe() const override {
     return name_ + " (" + levels_text(this->o_.levels, levels_run_) + ", tau1 " +
            std::to_string(this->o_.tau1) + ", tau2 " + std::to_string(this->o_.tau2) + ", " +
            std::to_string(streams_.size()) + " streams, " +
-           (emulation_ ? "leaves on " + emulation_text(*emulation_)
+           (emulation_ ? "leaves on " + emulation_text(*emulation_, ozaki::accuracy_label(this->o_.accuracy, this->o_.moduli))
                        : std::string(this->o_.tuned_leaves ? "tuned" : "cuBLAS's") + " leaf kernels") +
            ", " + this->device_name_ + ")";
   }

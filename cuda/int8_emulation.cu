@@ -21,12 +21,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <climits>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "../src/core/settings.hpp"
 #include "lt_gemm.cuh"
+#include "ozaki_accuracy.hpp"
 #include "ozaki_arith.hpp"
 
 namespace distmm {
@@ -76,6 +78,7 @@ struct OuterStat {
 };
 struct Flags {
   unsigned max_deficit;  // float bits of the largest deficit (>= 0, so they order as integers)
+  unsigned max_spread;   // float bits of the largest spread (log2 norm - smallest exponent)
   int nonfinite;
 };
 
@@ -98,21 +101,24 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   const int lane = KContig ? tx : ty, lanes = KContig ? 32 : 16;
   __shared__ double smax[16][33], ssum[16][33];
   __shared__ long long slog[16][33];
-  __shared__ int snnz[16][33], sbad[16][33];
+  __shared__ int snnz[16][33], sbad[16][33], semin[16][33];
   const int r = KContig ? ty : ty, c = KContig ? tx : tx;  // shared slot of this thread
   double mx = 0;
   long long logsum = 0;
-  int nnz = 0, bad = 0;
+  int nnz = 0, bad = 0, emin = INT_MAX;
   if (o < O)
     for (index_t h = lane; h < K; h += lanes) {
       const T x = X[at<KContig>(h, o, ld)];
       for (int p = 0; p < P::count; ++p) {
         const double a = fabs(P::get(x, p));
         if (!isfinite(a)) bad = 1;
-        else if (a != 0) mx = fmax(mx, a), logsum += ilogb(a), ++nnz;
+        else if (a != 0) {
+          const int ea = ilogb(a);
+          mx = fmax(mx, a), logsum += ea, ++nnz, emin = min(emin, ea);
+        }
       }
     }
-  smax[r][c] = mx, slog[r][c] = logsum, snnz[r][c] = nnz, sbad[r][c] = bad;
+  smax[r][c] = mx, slog[r][c] = logsum, snnz[r][c] = nnz, sbad[r][c] = bad, semin[r][c] = emin;
   __syncthreads();
   // Reduce along the h lanes: x for k-contiguous (row r = ty holds one o), y otherwise.
   auto reduce = [&](auto& arr, auto op) {
@@ -128,6 +134,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   reduce(slog, [](long long a, long long b) { return a + b; });
   reduce(snnz, [](int a, int b) { return a + b; });
   reduce(sbad, [](int a, int b) { return a | b; });
+  reduce(semin, [](int a, int b) { return min(a, b); });
   const double omax = KContig ? smax[r][0] : smax[0][c];
   const int E = omax > 0 ? ilogb(omax) : 0;
   double sum = 0;
@@ -152,6 +159,8 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
     if (n > 0) {
       const float deficit = float(log2(s) + E - double(slog[i][j]) / n);
       atomicMax(&flags->max_deficit, __float_as_uint(fmaxf(deficit, 0.f)));
+      const float spread = float(log2(s) + E - semin[i][j]);
+      atomicMax(&flags->max_spread, __float_as_uint(fmaxf(spread, 0.f)));
     }
   }
 }
@@ -160,15 +169,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
 __global__ void exponents(index_t O, const OuterStat* st, double bound, int* e) {
   const index_t o = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
   if (o >= O) return;
-  const OuterStat s = st[o];
-  if (s.s == 0) {
-    e[o] = 0;
-    return;
-  }
-  int x = ilogb(bound / s.s) - s.E;
-  while (ldexp(s.s, s.E + x + 1) <= bound) ++x;
-  while (ldexp(s.s, s.E + x) > bound) --x;
-  e[o] = x;
+  e[o] = ozaki::scale_exponent(st[o].s, st[o].E, bound);
 }
 
 // Slices: slice l holds the residues mod m_l, element (h, o) at dst[l * stride + h + o * Kp];
@@ -376,7 +377,7 @@ struct Int8Emulation::Impl {
 
   Impl() {
     lt_work.reserve(kLtWorkspace);
-    flags_host.reserve(1);
+    flags_host.reserve(2);
   }
 
   // The INT8 product of this shape: cuBLASLt's heuristic candidates timed once on the call's
@@ -442,7 +443,8 @@ struct Int8Emulation::Impl {
   }
 };
 
-Int8Emulation::Int8Emulation(int forced_moduli) : impl_(std::make_unique<Impl>()), forced_(forced_moduli) {}
+Int8Emulation::Int8Emulation(int forced_moduli, ozaki::Accuracy accuracy)
+    : impl_(std::make_unique<Impl>()), forced_(forced_moduli), accuracy_(accuracy) {}
 Int8Emulation::~Int8Emulation() = default;
 
 int Int8Emulation::default_moduli(Dtype dt) {
@@ -473,7 +475,7 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) 
 std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli) {
   const bool cplx = dt == Dtype::c32 || dt == Dtype::c64;
   return sizes_for(m, n, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), n).total +
-         Impl::kLtWorkspace + align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags);
+         Impl::kLtWorkspace + align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + 2 * sizeof(Flags);
 }
 
 template <class T>
@@ -481,8 +483,7 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
                          const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
   if (m <= 0 || n <= 0) return true;
   auto decline = [&](std::string why) {
-    ++stats_.fallbacks;
-    stats_.last_fallback = std::move(why);
+    stats_.declined(std::move(why));
     return false;
   };
   if (k <= 0 || alpha == T(0)) return decline("nothing to multiply (k = 0 or alpha = 0)");
@@ -527,7 +528,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
 
   // 1. statistics, to pick N. (A larger buffer only once the last call's kernels, which may
   // still read the old one, are done.)
-  const std::size_t stats_bytes = align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + sizeof(Flags);
+  const std::size_t stats_bytes = align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + 2 * sizeof(Flags);
   if (im.stats.size() < stats_bytes) {
     cuda_check(cudaStreamSynchronize(s), "sync");
     im.stats.reserve(stats_bytes);
@@ -537,39 +538,35 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   int* ea = reinterpret_cast<int*>(sb + n);
   int* eb = ea + m;
   Flags* flags = reinterpret_cast<Flags*>(im.stats.get() + align256((m + n) * (sizeof(OuterStat) + sizeof(int))));
-  cuda_check(cudaMemsetAsync(flags, 0, sizeof(Flags), s), "memset");
-  auto stats = [&](bool kcontig, index_t O, const T* X, index_t ld, OuterStat* st) {
+  cuda_check(cudaMemsetAsync(flags, 0, 2 * sizeof(Flags), s), "memset");
+  auto stats = [&](bool kcontig, index_t O, const T* X, index_t ld, OuterStat* st, Flags* fl) {
     const dim3 block(32, 16);
-    if (kcontig) outer_stats<T, true><<<unsigned((O + 15) / 16), block, 0, s>>>(k, O, X, ld, st, flags);
-    else outer_stats<T, false><<<unsigned((O + 31) / 32), block, 0, s>>>(k, O, X, ld, st, flags);
+    if (kcontig) outer_stats<T, true><<<unsigned((O + 15) / 16), block, 0, s>>>(k, O, X, ld, st, fl);
+    else outer_stats<T, false><<<unsigned((O + 31) / 32), block, 0, s>>>(k, O, X, ld, st, fl);
   };
-  stats(a_kcontig, m, A, lda, sa);
-  stats(b_kcontig, n, B, ldb, sb);
+  stats(a_kcontig, m, A, lda, sa, flags);  // flags[0]: op(A)'s rows, flags[1]: op(B)'s columns
+  stats(b_kcontig, n, B, ldb, sb, flags + 1);
   cuda_check(cudaGetLastError(), "statistics kernel");
   clock.mark("stats", s);
-  cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
+  cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, 2 * sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
   cuda_check(cudaStreamSynchronize(s), "sync");
-  const Flags f = *im.flags_host.get();
-  if (f.nonfinite) return "NaN or Inf among the operands";
-  float deficit;
-  std::memcpy(&deficit, &f.max_deficit, sizeof deficit);
+  const Flags* f = im.flags_host.get();
+  if (f[0].nonfinite || f[1].nonfinite) return "NaN or Inf among the operands";
+  auto spread = [](const Flags& g) {
+    float d, r;
+    std::memcpy(&d, &g.max_deficit, sizeof d);
+    std::memcpy(&r, &g.max_spread, sizeof r);
+    return ozaki::Spread{double(r), double(d)};
+  };
 
-  // 2. N from the accuracy rule (ozaki_arith.hpp).
+  // 2. N from the accuracy rule (ozaki_accuracy.hpp).
   const bool single = std::is_same_v<R, float>;
-  const double need = ozaki::required_bits(single, double(deficit), levels_above_);
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
-  int N = forced_;
-  if (N <= 0) {
-    N = ozaki::fewest_moduli(need, kk);
-    if (N == 0) {
-      char why[160];
-      std::snprintf(why, sizeof why, "exponent range too wide: %.0f bits needed, %d moduli give %.0f", need,
-                    kMax, std::log2(scale_bound(kMax, kk)));
-      return why;
-    }
-  }
+  const ozaki::Choice choice = ozaki::choose(accuracy_, single, spread(f[0]), spread(f[1]), kk, levels_above_, forced_);
+  if (choice.N == 0) return choice.why;
+  const int N = choice.N;
   const double bound = scale_bound(N, kk);
-  if (bound < 16)  // (only a forced count can get here: the rule's N keep at least 25 bits)
+  if (bound < 16)  // (a forced count, or a relative target near 1)
     return std::to_string(N) + " moduli keep fewer than 4 bits per entry at k = " + std::to_string(k) +
            ": use more moduli";
   if (dry_run) return "";
@@ -667,8 +664,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     clock.mark("crt", s);
   }
   clock.report(m, n, k, N);
-  stats_.min_moduli = stats_.min_moduli ? std::min(stats_.min_moduli, N) : N;
-  stats_.max_moduli = std::max(stats_.max_moduli, N);
+  stats_.chose(choice);
   return "";
 }
 

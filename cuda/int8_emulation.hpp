@@ -8,12 +8,13 @@
 // m_l <= 256. The product is then exact in modular arithmetic: one INT8 GEMM per modulus (the
 // symmetric residues of A' and B' fit in int8, the int32 sums are exact for k < 2^17), and the
 // Chinese remainder theorem gives A'B' back (128-bit integers), scaled by 2^-(e_i + f_j).
-// The only rounding is that of A and B to A', B', so the error shrinks with the bits each
-// operand keeps: N is the fewest moduli for which (a) the normwise error (~ sqrt(k) / T,
-// T = sqrt(M / 2)) is below half the native routine's bound and (b) the entry at each row's and
-// column's geometric mean keeps at least 16 (f32) or 45 (f64) bits, which catches inputs with a
-// wide exponent range, where fixed-point schemes are weakest. Where no N <= 16 will do (or the
-// inputs hold NaN or Inf) the call is declined and the caller runs the native product.
+// The only roundings are that of A and B to A', B' and the final conversion, so the error
+// shrinks with the bits each operand keeps: N is the fewest moduli whose rigorous entrywise
+// bound |C - AB| <= c |A||B| meets the accuracy target (ozaki_accuracy.hpp, docs/accuracy.md):
+// native (c <= gamma_k, the native routine's own bound), a relative error, or max (the earlier
+// rule: half the native normwise error, and 16 (f32) or 45 (f64) bits kept by the entry at each
+// row's and column's geometric mean). Where no N <= 16 will do (or the inputs hold NaN or Inf)
+// the call is declined and the caller runs the native product.
 // Complex operands: [Re A; Im A] times [Re B, Im B] in one real product per modulus, the four
 // blocks combined in modular arithmetic before the CRT.
 #pragma once
@@ -27,21 +28,17 @@
 
 #include "../src/core/dtype.hpp"
 #include "cuda_util.hpp"
+#include "ozaki_accuracy.hpp"
 
 namespace distmm {
 
 // What the calls so far did, for describe() and the report.
-struct EmulationStats {
-  long long calls = 0;       // products emulated
-  long long fallbacks = 0;   // products declined (run natively)
-  int min_moduli = 0, max_moduli = 0;
-  std::string last_fallback;  // why the last declined product was declined
-};
+using EmulationStats = ozaki::Tally;
 
 class Int8Emulation {
  public:
-  // forced_moduli > 0 fixes N (2..16) instead of choosing it from the required accuracy.
-  explicit Int8Emulation(int forced_moduli = 0);
+  // forced_moduli > 0 fixes N (2..16) instead of choosing it from the accuracy target.
+  explicit Int8Emulation(int forced_moduli = 0, ozaki::Accuracy accuracy = {});
   ~Int8Emulation();
   Int8Emulation(const Int8Emulation&) = delete;
   Int8Emulation& operator=(const Int8Emulation&) = delete;
@@ -73,6 +70,7 @@ class Int8Emulation {
   std::unique_ptr<Impl> impl_;
   EmulationStats stats_;
   int forced_;
+  ozaki::Accuracy accuracy_;
   int levels_above_ = 0;
 };
 

@@ -15,6 +15,9 @@ namespace distmm::ozaki {
 
 constexpr int kMaxModuli = 16;
 
+// Unsigned 128-bit integers of the host compilers (GCC, Clang; quiet under -Wpedantic).
+__extension__ typedef unsigned __int128 host_u128;
+
 // The moduli: pairwise coprime, <= 256 (symmetric residues fit in int8), largest first, so that
 // their product M grows fastest; with 16 of them M < 2^126.
 DISTMM_HD constexpr int modulus(int l) {
@@ -81,7 +84,7 @@ DISTMM_HD std::uint64_t mul_hi(std::uint64_t a, std::uint64_t b) {
 #ifdef __CUDA_ARCH__
   return __umul64hi(a, b);
 #else
-  return std::uint64_t((unsigned __int128)a * b >> 64);
+  return std::uint64_t(host_u128(a) * b >> 64);
 #endif
 }
 // a * u for a small u (the product stays below 2^128).
@@ -91,7 +94,25 @@ DISTMM_HD U128 mul_small(U128 a, unsigned u) {
   r.hi = a.hi * u + mul_hi(a.lo, u);
   return r;
 }
-DISTMM_HD double to_double(U128 x) { return double(x.hi) * 0x1p64 + double(x.lo); }
+// x correctly rounded to double (one rounding, so that the accuracy rule's output roundoff is
+// the unit roundoff): the leading 64 bits, with the bits below them OR-ed into the last one (a
+// sticky bit, far below the rounding position), converted once and scaled exactly.
+DISTMM_HD double to_double(U128 x) {
+  if (x.hi == 0) return double(x.lo);
+#ifdef __CUDA_ARCH__
+  const int s = __clzll((long long)x.hi);
+#else
+  const int s = __builtin_clzll(x.hi);
+#endif
+  const std::uint64_t top = s ? (x.hi << s) | (x.lo >> (64 - s)) : x.hi;
+  const std::uint64_t rest = s ? x.lo << s : x.lo;
+  const double t = double(top | std::uint64_t(rest != 0));
+#ifdef __CUDA_ARCH__
+  return ldexp(t, 64 - s);
+#else
+  return std::ldexp(t, 64 - s);
+#endif
+}
 
 // M = m_0 ... m_{N-1}, M_l = M / m_l, y_l = M_l^-1 mod m_l: everything the reconstruction needs.
 struct Crt {
@@ -103,7 +124,7 @@ struct Crt {
 
 // Host only: the constants for N moduli (2 <= N <= kMaxModuli).
 inline Crt crt_constants(int N) {
-  using u128 = unsigned __int128;
+  using u128 = host_u128;
   auto split = [](u128 v) {
     U128 r;
     r.lo = std::uint64_t(v), r.hi = std::uint64_t(v >> 64);
@@ -132,6 +153,16 @@ DISTMM_HD void crt_add(U128& S, const Crt& c, int l, unsigned u) {
 }
 DISTMM_HD double crt_signed(U128 S, const Crt& c) {
   return ge(c.half, S) ? to_double(S) : -to_double(sub(c.M, S));
+}
+
+// The scaling exponent of a row or column with computed 2-norm s 2^E: the largest e with
+// s 2^(E + e) <= bound (a zero row keeps 0). The GPU's exponents kernel and the host twin.
+DISTMM_HD int scale_exponent(double s, int E, double bound) {
+  if (s == 0) return 0;
+  int x = ilogb(bound / s) - E;
+  while (ldexp(s, E + x + 1) <= bound) ++x;
+  while (ldexp(s, E + x) > bound) --x;
+  return x;
 }
 
 // log2 M for N moduli.

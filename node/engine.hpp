@@ -26,7 +26,10 @@ struct EngineOptions {
   index_t tau2 = 4096;       // GPU engines: recurse again while halves stay >= tau2
   int streams = 2;           // GPU engines: CUDA streams for independent leaf products
   bool tuned_leaves = true;  // GPU engines: leaf products in the tuning file's configuration
-  int moduli = 0;            // INT8-emulated GPU engines: moduli count, 0 = from the accuracy rule
+  int moduli = 0;            // INT8-emulated engines: moduli count, 0 = from the accuracy rule
+  // INT8-emulated engines: the accuracy target, "native", "max" or a relative error such as
+  // "1e-10" (cuda/ozaki_accuracy.hpp, docs/accuracy.md)
+  std::string accuracy = "native";
 };
 
 // C = alpha op(A) op(B) + beta C, column-major, op(A) m x k, op(B) k x n; alpha and beta point

@@ -7,6 +7,7 @@
 #include "blas_engine.hpp"
 #include "engine.hpp"
 #include "mmra.hpp"
+#include "ozaki_engine.hpp"
 #include "strassen.hpp"
 #include "strassen_lowmem.hpp"
 #include "winograd.hpp"
@@ -15,8 +16,8 @@ namespace distmm {
 
 const std::vector<EngineInfo>& engine_registry() {
   static const std::vector<EngineInfo> r = [] {
-    std::vector<EngineInfo> v{blas_engine_info(), strassen_engine_info(),
-                              strassen_lowmem_engine_info(), winograd_engine_info()};
+    std::vector<EngineInfo> v{blas_engine_info(), strassen_engine_info(), strassen_lowmem_engine_info(),
+                              winograd_engine_info(), ozaki_engine_info()};
     for (auto* group : {mmra_engine_infos, reference_tiling_engine_infos, gpu_engine_infos})
       for (EngineInfo& e : group()) v.push_back(std::move(e));
     return v;

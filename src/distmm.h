@@ -139,7 +139,8 @@ DISTMM_API int distmm_layout_destroy(distmm_layout layout); /* NULL: nothing */
 /* ---- plans (collective on comm) ---- */
 /* la describes A (op(A) is m x k), lb B (op(B) is k x n), lc C (m x n). options: NULL or a
  * string of key=value words separated by spaces or commas: algorithm=auto|summa|cannon|dns|
- * cuboid|caps|scalapack, engine=NAME (distmm info), relabel=1|0, direct=1|0 (0: block-cyclic
+ * cuboid|caps|scalapack, engine=NAME (distmm info), accuracy=native|max|EPS (the INT8-emulated
+ * engines' target: docs/accuracy.md; e.g. accuracy=1e-10), relabel=1|0, direct=1|0 (0: block-cyclic
  * layouts redistributed too, not multiplied in place), emulate_device=1|0 (device
  * layouts over host pointers: the emulated device, for tests). The layouts may be destroyed
  * once the plan is made. */

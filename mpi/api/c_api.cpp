@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../cuda/device_info.hpp"
+#include "../../cuda/ozaki_accuracy.hpp"
 #include "multiply.hpp"
 
 using namespace distmm;
@@ -140,13 +141,17 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
     const auto eq = word.find('=');
     const std::string key = word.substr(0, eq), value = eq == std::string::npos ? "" : word.substr(eq + 1);
     if (eq == std::string::npos || value.empty())
-      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, relabel, direct, emulate_device)";
+      return "option \"" + word + "\" is not key=value (keys: algorithm, engine, accuracy, relabel, direct, emulate_device)";
     if (key == "algorithm") {
       const auto a = parse_algorithm(value);
       if (!a) return "algorithm \"" + value + "\" is unknown: use auto, summa, cannon, dns, cuboid, caps or scalapack";
       o.algorithm = *a;
     } else if (key == "engine") {
       o.engine = value;
+    } else if (key == "accuracy") {  // the INT8-emulated engines' target (docs/accuracy.md)
+      ozaki::Accuracy a;
+      if (std::string why = ozaki::parse_accuracy(value, a, "accuracy="); !why.empty()) return why;
+      o.engine_options.accuracy = value;
     } else if (key == "relabel") {
       if (value != "0" && value != "1") return "relabel=" + value + ": use relabel=1 or relabel=0";
       o.relabel = value == "1";
@@ -157,7 +162,7 @@ std::string parse_options(const char* text, MultiplyOptions& o) {
       if (value != "0" && value != "1") return "emulate_device=" + value + ": use emulate_device=1 or emulate_device=0";
       o.emulate_device = value == "1";
     } else {
-      return "option \"" + key + "\" is unknown: use algorithm=, engine=, relabel=, direct= or emulate_device=";
+      return "option \"" + key + "\" is unknown: use algorithm=, engine=, accuracy=, relabel=, direct= or emulate_device=";
     }
   }
   return "";

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "../../cuda/device_info.hpp"
+#include "../../cuda/ozaki_accuracy.hpp"
 #include "../../src/core/system.hpp"
 #include "../algorithms/block_cyclic_direct.hpp"
 #include "../runtime/device_space.hpp"
@@ -149,6 +150,9 @@ MultiplyPlan::MultiplyPlan(const Comm& comm, Dtype dt, Op op_a, const Layout& la
   std::string engine_name = options.engine;
   if (engine_name.empty()) engine_name = x.device && !emulated && gpu_support_built() ? "cublas" : "blas";
   EngineOptions eo = options.engine_options;
+  ozaki::Accuracy target;  // (read by the INT8-emulated engines; checked for every engine)
+  if (const std::string why = ozaki::parse_accuracy(eo.accuracy, target, "engine_options.accuracy "); !why.empty())
+    throw UsageError(why);
   if (x.device && !emulated && current_gpu() >= 0) eo.device = current_gpu();  // where the caller's buffers are
   x.engine = options.engine_ptr;
   if (!x.engine) x.own_engine = make_engine(engine_name, eo), x.engine = x.own_engine.get();

@@ -75,6 +75,7 @@ struct RunReport {
   // what was run
   std::string algo, layout, engine, engine_detail, dtype, inputs = "random", output;
   std::string selection;  // why --algo auto chose this algorithm (predicted times)
+  std::string accuracy;   // INT8-emulated engines: the target (docs/accuracy.md); else empty
   index_t m = 0, n = 0, k = 0;
   std::complex<double> alpha = 1, beta = 0;
   std::string transa = "N", transb = "N";

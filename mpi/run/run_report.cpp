@@ -40,6 +40,9 @@ RunReport planned_report(const RunPlan& p, const Comm& world) {
   rec.layout = algo.layout();
   rec.selection = algo.selection();
   rec.engine = algo.uses_engine() ? p.engine->name() : "scalapack-internal";
+  // The INT8-emulated engines' target; what it chose (moduli, scaling, bound) is in engine_detail.
+  if (algo.uses_engine() && o.engine && o.engine->emulated)
+    rec.accuracy = o.engine_opts.moduli > 0 ? "moduli " + std::to_string(o.engine_opts.moduli) : o.engine_opts.accuracy;
   rec.dtype = to_string(dt);
   rec.m = o.m, rec.n = o.n, rec.k = o.k;
   rec.alpha = o.alpha, rec.beta = o.beta;
@@ -177,6 +180,7 @@ nlohmann::json to_json(const RunReport& r) {
   j["selection"] = r.selection;
   j["engine"] = r.engine;
   j["engine_detail"] = r.engine_detail;
+  if (!r.accuracy.empty()) j["accuracy"] = r.accuracy;
   j["dtype"] = r.dtype;
   j["inputs"] = r.inputs;
   j["output"] = r.output;

@@ -100,6 +100,7 @@ void report(const AccuracyOptions& o, std::ostream& os) {
         eo.levels = L;
         eo.cutoff = 16;
         eo.threads = o.threads;
+        eo.accuracy = o.accuracy;
         auto e = make_engine(name, eo);
         Errors r = measure<T>(*e, A, B, ref, o.n);
         os << std::left << std::setw(11) << matrices << std::setw(22) << name << std::setw(7) << L

@@ -41,6 +41,7 @@ struct AccuracyOptions {
   int max_levels = 3;
   int threads = 1;
   std::vector<std::string> engines{"blas", "strassen", "strassen-lowmem", "winograd"};
+  std::string accuracy = "native";  // INT8-emulated engines' target (docs/accuracy.md)
 };
 int accuracy_command(const AccuracyOptions& o, std::ostream& os, int rank);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../../cuda/gpu_engines.hpp"
+#include "../../cuda/ozaki_accuracy.hpp"
 #include "../core/settings.hpp"
 #include "commands.hpp"
 #include "run_command.hpp"
@@ -78,6 +79,8 @@ int dispatch(int argc, char** argv, int rank) {
   acc->add_option("--levels", ao.max_levels, "Levels 0 to this")->capture_default_str()->check(CLI::Range(0, 6));
   acc->add_option("--threads", ao.threads, "Threads")->capture_default_str()->check(CLI::Range(1, kMostThreads));
   acc->add_option("--engines", ao.engines, "Engines to compare");
+  acc->add_option("--accuracy", ao.accuracy, "INT8-emulated engines: native, a relative error such as 1e-10, or max")
+      ->capture_default_str();
 
   distmm::EngineBenchOptions eb;
   CLI::App* ebench = app.add_subcommand(
@@ -113,8 +116,10 @@ int dispatch(int argc, char** argv, int rank) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   gb->add_flag("--untuned-too", bo.untuned_too, "Also rows with cuBLAS's own leaf kernels");
-  gb->add_option("--moduli", bo.moduli, "INT8-emulated engines: moduli count 2 to 16 (default: the accuracy rule)")
+  gb->add_option("--moduli", bo.moduli, "INT8-emulated engines: moduli count 2 to 16 (default: from --accuracy)")
       ->check(CLI::Range(2, 16));
+  gb->add_option("--accuracy", bo.accuracy, "INT8-emulated engines: native, a relative error such as 1e-10, or max")
+      ->capture_default_str();
   bool gb_no_error = false;
   gb->add_flag("--no-error", gb_no_error, "Timings only: no reference product (it needs 3 n^2 doubles for f32)");
   gb->add_option("--repeat", bo.repeat, "Timed repetitions")->capture_default_str()->check(kRepeats);
@@ -187,7 +192,18 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (calibrate->parsed()) return distmm::calibrate_command(co, std::cout, rank);
   if (info->parsed()) return distmm::info_command(std::cout, rank);
-  if (acc->parsed()) return distmm::accuracy_command(ao, std::cout, rank);
+  // --accuracy: a target the emulation's rule knows, never beside --moduli
+  auto accuracy_checked = [](const std::string& text, bool moduli_given) {
+    if (moduli_given) throw distmm::UsageError("--accuracy and --moduli both choose the moduli count: give one of them");
+    distmm::ozaki::Accuracy a;
+    const std::string why = distmm::ozaki::parse_accuracy(text, a);
+    if (!why.empty()) throw distmm::UsageError(why);
+  };
+  if (acc->parsed()) {
+    accuracy_checked(ao.accuracy, false);
+    return distmm::accuracy_command(ao, std::cout, rank);
+  }
+  if (gb->parsed()) accuracy_checked(bo.accuracy, gb->count("--accuracy") > 0 && gb->count("--moduli") > 0);
   if (ebench->parsed()) return distmm::engine_bench_command(eb, std::cout, rank);
   if (lbench->parsed()) return distmm::layout_bench_command(lo, std::cout, rank);
   if (tune->parsed()) return rank == 0 ? distmm::tune_command(to, std::cout) : 0;

@@ -27,6 +27,7 @@ auto open_report(const RunReport& r, std::ostream& os, const char* what, const c
   row("layout", r.layout);
   if (!r.selection.empty()) row("chosen", r.selection);
   row("engine", r.engine_detail);
+  if (!r.accuracy.empty()) row("accuracy target", r.accuracy + "  (docs/accuracy.md; moduli and bound: engine row)");
   return row;
 }
 }  // namespace

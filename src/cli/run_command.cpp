@@ -9,6 +9,7 @@
 #include <iostream>
 #include <vector>
 
+#include "../../cuda/ozaki_accuracy.hpp"
 #include "../core/json.hpp"
 #include "../core/settings.hpp"
 #include "../core/system.hpp"
@@ -163,8 +164,12 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   run.add_option("--moduli", s.engine_opts.moduli,
-                 "INT8-emulated GPU engines (gpu-ozaki, gpu-*-ozaki): moduli count 2 to 16 (default: "
-                 "the fewest that reach the native routine's accuracy)");
+                 "INT8-emulated engines (gpu-ozaki, gpu-*-ozaki, ozaki): moduli count 2 to 16 (default: "
+                 "the fewest that reach --accuracy)");
+  run.add_option("--accuracy", s.engine_opts.accuracy,
+                 "INT8-emulated engines: native (error bound no worse than the native routine's, entrywise "
+                 "relative to |A||B|), a relative error such as 1e-10, or max (docs/accuracy.md)")
+      ->capture_default_str();
   run.add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
   run.add_flag("--host-staged", s.host_staged,
                "GPU engines: keep A, B, C in host memory and stage each local product through the GPU "
@@ -206,6 +211,16 @@ void only_with(const RunCommandOptions& o, const char* flag, bool applies, const
                      " or change the other option");
 }
 
+// --accuracy: a target the rule knows (cuda/ozaki_accuracy.hpp), and not with --moduli, which
+// fixes the moduli count instead.
+void check_accuracy(const RunCommandOptions& o, const std::string& text) {
+  if (o.given("--accuracy") && o.given("--moduli"))
+    throw UsageError("--accuracy and --moduli both choose the moduli count: give one of them");
+  ozaki::Accuracy a;
+  const std::string why = ozaki::parse_accuracy(text, a);
+  if (!why.empty()) throw UsageError(why);
+}
+
 // Every option against its range and against the others (after the names are parsed).
 void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   in_range(o, "--repeat", s.repeat, 1, 1000000);
@@ -220,6 +235,7 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   in_range(o, "--tau1", s.engine_opts.tau1, 1, INT32_MAX);
   in_range(o, "--tau2", s.engine_opts.tau2, 1, INT32_MAX);
   in_range(o, "--moduli", s.engine_opts.moduli, 2, 16);
+  check_accuracy(o, s.engine_opts.accuracy);
 
   const bool files = !s.a_path.empty();
   for (const char* f : {"--size", "--m", "--n", "--k"})
@@ -253,7 +269,8 @@ void check_combinations(const RunCommandOptions& o, const RunSpec& s) {
   only_with(o, "--block", e.tiled, "to the tiling engines (mmra-*, outer-product, equal-layout), not " + engine);
   for (const char* f : {"--tau1", "--tau2", "--gpu-streams"})
     only_with(o, f, gpu_recursive, "to the GPU Strassen-like engines (gpu-strassen, gpu-strassen-lowmem, gpu-winograd, gpu-*-ozaki), not " + engine);
-  only_with(o, "--moduli", e.emulated, "to the INT8-emulated GPU engines (gpu-ozaki, gpu-strassen-ozaki, gpu-winograd-ozaki), not " + engine);
+  for (const char* f : {"--moduli", "--accuracy"})
+    only_with(o, f, e.emulated, "to the INT8-emulated engines (gpu-ozaki, gpu-strassen-ozaki, gpu-winograd-ozaki, their host twin ozaki), not " + engine);
   only_with(o, "--host-staged", e.memory == Memory::device && s.algo != Algorithm::scalapack,
             "to the GPU engines (cublas, gpu-*), not " + engine);
   only_with(o, "--from-host", (e.memory == Memory::device || s.emulate_device) && s.algo != Algorithm::scalapack,

@@ -2,8 +2,10 @@
 // entry within the emulation's normwise bound (sqrt(k) + 2) u ||a_i|| ||b_j|| on odd shapes,
 // transposes and every dtype; fewer moduli than the rule picks break that bound (so the check
 // can fail); wide exponent ranges take more moduli or run natively; NaN inputs run natively;
-// beta = 0 does not read C; k beyond one exact INT8 sum is cut into chunks. Skipped, visibly,
-// where no GPU is seen.
+// beta = 0 does not read C; k beyond one exact INT8 sum is cut into chunks (these at accuracy
+// max, the earlier rule); and the accuracy targets (native, relative, max) on the stress inputs
+// of ozaki_stress.hpp: every entry within the target times |A||B|. Skipped, visibly, where no GPU
+// is seen.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +13,10 @@
 #include <random>
 
 #include "cuda/device_info.hpp"
+#include "cuda/ozaki_accuracy.hpp"
 #include "node/engine.hpp"
 #include "src/core/random.hpp"
+#include "ozaki_stress.hpp"
 
 using namespace distmm;
 
@@ -88,6 +92,7 @@ template <class T>
 void accuracy_cases(const char* engine, int levels) {
   EngineOptions o;
   o.levels = levels;
+  o.accuracy = "max";
   auto e = make_engine(engine, o);
   const index_t shapes[][3] = {{1, 1, 1}, {1, 40, 97}, {97, 1, 33}, {61, 53, 211}, {128, 130, 64}};
   const double growth = std::pow(12.0, levels);
@@ -116,6 +121,7 @@ TEST(Int8Emulation, StrassenAndWinogradAboveEmulatedLeaves) {
     for (int L : {1, 2}) {
       EngineOptions o;
       o.levels = L;
+      o.accuracy = "max";
       auto e = make_engine(name, o);
       const Worst w = check<float>(*e, Op::N, Op::N, 257, 263, 269, Fill::uniform);
       EXPECT_LE(w.ratio, std::pow(12.0, L)) << name << " L" << L;
@@ -138,14 +144,18 @@ TEST(Int8Emulation, FewerModuliThanTheRuleBreakTheBound) {
 TEST(Int8Emulation, WideExponentRangesTakeMoreModuliOrRunNatively) {
   REQUIRE_GPU();
   {
-    auto e = make_engine("gpu-ozaki", {});
+    EngineOptions o;
+    o.accuracy = "max";
+    auto e = make_engine("gpu-ozaki", o);
     const Worst w = check<float>(*e, Op::N, Op::T, 60, 70, 300, Fill::uniform, 20);
     EXPECT_LE(w.ratio, 1.0);
     EXPECT_EQ(e->describe().find("run natively"), std::string::npos) << e->describe();
     EXPECT_EQ(e->describe().find(" 7 moduli"), std::string::npos) << "more moduli expected: " << e->describe();
   }
   {
-    auto e = make_engine("gpu-ozaki", {});
+    EngineOptions o;
+    o.accuracy = "max";
+    auto e = make_engine("gpu-ozaki", o);
     const Worst w = check<double>(*e, Op::N, Op::N, 60, 70, 300, Fill::uniform, 40);
     EXPECT_LE(w.ratio, std::sqrt(300.0));  // run natively: the classical bound k u |A||B| <= k u ||a|| ||b||
     EXPECT_NE(e->describe().find("run natively: exponent range too wide"), std::string::npos) << e->describe();
@@ -196,6 +206,45 @@ TEST(Int8Emulation, TooFewForcedModuliForKAreDeclinedNotRun) {
   const Worst w = check<float>(*e, Op::N, Op::N, 3, 2, 140000, Fill::uniform);
   EXPECT_LE(w.ratio, std::sqrt(140000.0));  // run natively
   EXPECT_NE(e->describe().find("moduli keep fewer than 4 bits"), std::string::npos) << e->describe();
+}
+
+// The accuracy targets on the GPU: at native every entry within gamma_K (|A||B|)_ij (the native
+// routine's own bound), at a relative eps within eps (|A||B|)_ij, whether emulated or declined
+// (then cuBLAS ran, within gamma_K); the report names the target, the moduli and the bound.
+template <class T>
+void gpu_targets(index_t m, index_t n, index_t k) {
+  using namespace stress;
+  const bool single = std::is_same_v<real_t<T>, float>;
+  const long long kk = k * (is_complex_v<T> ? 2 : 1);
+  const double gamma_k = ozaki::gamma(kk, ozaki::unit_roundoff(single));
+  int emulated = 0;
+  for (const std::string target : {"native", single ? "1e-4" : "1e-10", "max"})
+    for (const Problem<T>& p : problems<T>(m, n, k, 21)) {
+      EngineOptions o;
+      o.accuracy = target;
+      auto e = make_engine("gpu-ozaki", o);
+      std::vector<T> C(m * n, T(0));
+      e->gemm(Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), C.data(), m);
+      const double err = worst_ratio(C, exact(p));
+      const std::string d = e->describe();
+      const bool ran = d.find("run natively") == std::string::npos;
+      emulated += ran;
+      if (target == "native") EXPECT_LE(err, gamma_k) << p.name << " " << d;
+      else if (target != "max") EXPECT_LE(err, ran ? std::atof(target.c_str()) : gamma_k) << p.name << " " << d;
+      if (ran) EXPECT_NE(d.find("accuracy " + target), std::string::npos) << d;
+      if (ran) EXPECT_NE(d.find("|A||B|"), std::string::npos) << d;
+    }
+  EXPECT_GT(emulated, 0);
+}
+
+TEST(Int8Emulation, AccuracyTargetsHoldOnStressInputs) {
+  REQUIRE_GPU();
+  gpu_targets<float>(96, 80, 200);
+  gpu_targets<double>(96, 80, 200);
+  gpu_targets<float>(128, 128, 128);  // with seed 003's matrices
+  gpu_targets<double>(128, 128, 128);
+  gpu_targets<std::complex<float>>(40, 32, 96);
+  gpu_targets<std::complex<double>>(40, 32, 96);
 }
 
 }  // namespace

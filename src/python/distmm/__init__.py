@@ -486,8 +486,9 @@ class Plan:
     comm): execute(a, b, c, alpha, beta) with these or any arrays of the same dtype, shape and
     strides. layout = (layout of A, of B, of C), each as stored (before op)."""
 
-    def __init__(self, a, b, c, *, layout, comm=None, trans_a="N", trans_b="N", options=None):
+    def __init__(self, a, b, c, *, layout, comm=None, trans_a="N", trans_b="N", options=None, accuracy=None):
         self.comm, self._f, size, rank = _comm(comm)
+        options = _with_accuracy(options, accuracy)
         self._h = None
         problem, prep, mask = None, None, 0
         try:
@@ -679,11 +680,23 @@ class Plan:
         self.close()
 
 
-def matmul(a, b, c=None, *, layout, comm=None, trans_a="N", trans_b="N", alpha=1, beta=0, options=None):
+def _with_accuracy(options, accuracy):
+    """options with accuracy=... added: the INT8-emulated engines' target, "native", "max" or a
+    relative error such as 1e-10 (docs/accuracy.md); None leaves options as they are."""
+    if accuracy is None:
+        return options
+    return ((options or "") + " accuracy=" + str(accuracy)).strip()
+
+
+def matmul(a, b, c=None, *, layout, comm=None, trans_a="N", trans_b="N", alpha=1, beta=0, options=None,
+           accuracy=None):
     """Collective: alpha op(A) op(B) + beta C with every rank's local parts a, b (and c), laid out
     as layout = (la, lb, lc) says. c None: a new local array of C (C-order when a and b both are,
     else Fortran order; beta ignored). Returns this rank's part of C. options: "algorithm=summa",
-    "engine=blas", "relabel=0", "direct=0" (space separated)."""
+    "engine=blas", "accuracy=1e-10", "relabel=0", "direct=0" (space separated). accuracy: the
+    INT8-emulated engines' target, "native" (their default), "max" or a relative error such as
+    1e-10 (docs/accuracy.md)."""
+    options = _with_accuracy(options, accuracy)
     comm, f, size, rank = _comm(comm)
     if c is None:
         problem = None

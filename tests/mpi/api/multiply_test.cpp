@@ -413,6 +413,30 @@ TEST(Multiply, BadLayoutsThrowOnEveryRank) {
   EXPECT_THROW(plan.execute<float>(1.0f, &x, &x, 0.0f, &x), std::invalid_argument);
 }
 
+// The INT8-emulated engines' accuracy target per plan (MultiplyOptions::engine_options.accuracy):
+// a bad one is a UsageError naming the fix, on every rank; a good one is taken by any engine.
+TEST(Multiply, AccuracyTargetPerPlan) {
+  Comm world = Comm::world();
+  const int P = world.size();
+  const Layout a = Layout::row_slabs(6, 4, Layout::even_sizes(6, P)), b = Layout::col_slabs(4, 5, Layout::even_sizes(5, P)),
+               c = Layout::row_slabs(6, 5, Layout::even_sizes(6, P));
+  auto message = [&](const std::string& accuracy) -> std::string {
+    MultiplyOptions o;
+    o.engine_options.accuracy = accuracy;
+    try {
+      MultiplyPlan p(world, Dtype::f64, Op::N, a, Op::N, b, c, o);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const char* good : {"native", "max", "1e-10"}) EXPECT_EQ(message(good), "") << good;
+  EXPECT_NE(message("fast").find("engine_options.accuracy fast: use native, max or a relative error"),
+            std::string::npos)
+      << message("fast");
+  EXPECT_NE(message("0").find("use native, max"), std::string::npos);
+}
+
 // Device memory described differently on different ranks, or without a way to compute on it, is
 // refused on every rank with one message (MemoryUnsupported, the C API's DISTMM_ERR_UNSUPPORTED);
 // host and device memory mixed is taken.

@@ -325,6 +325,16 @@ agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), options="algor
              "unknown algorithm")
 agreed_error(lambda: distmm.matmul(a.astype(np.float32), b, cl, layout=(la, lb, lc)), distmm.ArgumentError,
              "mixed dtypes")
+# the accuracy target per call: a bad one is a usage error naming the fix; a good one is taken
+# (by every engine; the INT8-emulated ones read it)
+msg = agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), accuracy="fast"), distmm.UsageError,
+                   "bad accuracy")
+if msg and "accuracy=fast: use native, max or a relative error" not in msg[1]:
+    fail("bad accuracy: message does not name the fix: " + msg[1])
+ca = distmm.matmul(a, b, np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc), accuracy=1e-10)
+cases += 1
+if not np.allclose(ca, (A @ B)[:, cc]):
+    fail("accuracy=1e-10: wrong C")
 agreed_error(lambda: distmm.matmul(a, b, cl, layout=(la, lb, lc), trans_a="X"), distmm.ArgumentError, "bad op")
 # after the errors, the communicator still works: one more multiply
 c2 = distmm.matmul(a, b, np.zeros((9, len(cc)), order="F"), layout=(la, lb, lc))

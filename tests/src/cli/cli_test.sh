@@ -162,6 +162,21 @@ if DISTMM_MACHINE_FILE="$tmp/emulated.json" "$mpiexec" -n 2 --oversubscribe "$bi
    grep -q "chosen *auto (device model): summa" "$tmp/out2"; then ok "--algo auto chooses for the streamed stages' products"
 else bad "--algo auto for streamed stages: $(cat "$tmp/out" "$tmp/out2")"; fi
 
+# The INT8 emulation's host twin (--engine ozaki) on the emulated device at each accuracy target
+# (docs/accuracy.md): native and max verified in full; the report names the target, the moduli
+# and the bound, the JSON the target.
+for acc in native 1e-4 max; do
+  rm -f "$tmp/acc.json"
+  verify=full
+  [ "$acc" = 1e-4 ] && verify=none  # (an error bound above the native one: beyond the check's)
+  if "$mpiexec" -n 2 --oversubscribe "$bin" run --engine ozaki --emulate-device --dtype f32 --size 96 --threads 1 \
+       --accuracy $acc --verify $verify --json "$tmp/acc.json" >"$tmp/out" 2>&1 &&
+     { [ $verify = none ] || grep -q "full: PASSED" "$tmp/out"; } &&
+     grep -q "accuracy $acc, [0-9-]* moduli, fast scaling, bound" "$tmp/out" &&
+     grep -q "\"accuracy\":\"$acc\"" "$tmp/acc.json"; then ok "--engine ozaki --accuracy $acc on the emulated device"
+  else bad "--engine ozaki --accuracy $acc: $(cat "$tmp/out")"; fi
+done
+
 # Phase times per rank: CAPS per level (sums, exchanges, combination), cuboid's gathers and
 # reduction, in the report and the JSON line.
 rm -f "$tmp/ph.json"

@@ -294,6 +294,7 @@ with tempfile.TemporaryDirectory() as d:
         "--tau2": (["1", "64"], ["0"]),
         "--gpu-streams": (["1", "2"], ["0", "17"]),
         "--moduli": (["2", "16"], ["1", "17"]),
+        "--accuracy": (["native", "1e-10", "max"], ["fast", "0", "2"]),
         "--stages": (["1", "2x2", "auto"], ["0", "x"]),
         "--transa": (["N", "T", "C"], ["", "Q"]),
         "--transb": (["N", "T", "C"], ["", "Q"]),

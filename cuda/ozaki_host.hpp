@@ -1,0 +1,202 @@
+// The INT8 Ozaki-II emulation on the host (the GPU's int8_emulation.cu step by step, with the
+// same shared rule and arithmetic: ozaki_accuracy.hpp, ozaki_arith.hpp), for tests, CI and the
+// host engine `ozaki`: statistics per row of op(A) and column of op(B); N from the accuracy
+// target; scaling exponents; the scaled, rounded integers' int8 residues per modulus; exact
+// integer products (int32 sums of int8 products, as the INT8 GEMM forms them); the fold; the
+// CRT in 128-bit integers; the power-of-two unscaling and C = alpha P + beta C in double.
+// O(N m n k) integer operations: small products only.
+#pragma once
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../src/core/dtype.hpp"
+#include "../src/core/types.hpp"
+#include "ozaki_accuracy.hpp"
+#include "ozaki_arith.hpp"
+
+namespace distmm::ozaki {
+
+// What one host product did: N, the rule's choice, or why it was declined (C untouched).
+struct HostResult {
+  Choice choice;
+  bool emulated() const { return choice.N > 0 && choice.why.empty(); }
+};
+
+namespace host_detail {
+
+template <class T>
+double part(const T& x, int p) {
+  if constexpr (is_complex_v<T>) return double(p == 0 ? x.real() : x.imag());
+  else return double(x);
+}
+
+// The statistics of one row of op(A) or column of op(B) (outer_stats): the largest |entry|'s
+// exponent E, s = ||x||_2 2^-E, the mean and the smallest exponent of the nonzero entries.
+struct Outer {
+  double s = 0;
+  int E = 0;
+  bool bad = false;
+  float deficit = 0, spread = 0;  // float, as the GPU keeps them
+};
+template <class Get>
+Outer outer(index_t K, int parts, Get&& get) {
+  Outer o;
+  double mx = 0;
+  long long logsum = 0;
+  int nnz = 0, emin = INT_MAX;
+  for (index_t h = 0; h < K; ++h)
+    for (int p = 0; p < parts; ++p) {
+      const double a = std::fabs(get(h, p));
+      if (!std::isfinite(a)) o.bad = true;
+      else if (a != 0) mx = std::fmax(mx, a), logsum += std::ilogb(a), ++nnz, emin = std::min(emin, std::ilogb(a));
+    }
+  o.E = mx > 0 ? std::ilogb(mx) : 0;
+  double sum = 0;
+  for (index_t h = 0; h < K; ++h)
+    for (int p = 0; p < parts; ++p) {
+      const double a = std::ldexp(get(h, p), -o.E);
+      if (std::isfinite(a)) sum += a * a;
+    }
+  o.s = std::sqrt(sum);
+  if (nnz > 0) {
+    o.deficit = std::fmax(float(std::log2(o.s) + o.E - double(logsum) / nnz), 0.f);
+    o.spread = std::fmax(float(std::log2(o.s) + o.E - emin), 0.f);
+  }
+  return o;
+}
+
+template <std::size_t... L>
+void residues(long long v, std::int8_t* r, int N, std::index_sequence<L...>) {
+  ((int(L) < N ? void(r[L] = std::int8_t(sym_residue<modulus(int(L))>(v))) : void()), ...);
+}
+template <std::size_t... L>
+unsigned fold_at(int l, long long c, int y, std::index_sequence<L...>) {
+  unsigned u = 0;
+  ((int(L) == l ? void(u = fold<modulus(int(L))>(c, y)) : void()), ...);
+  return u;
+}
+
+}  // namespace host_detail
+
+// C = alpha op(A) op(B) + beta C, column-major; k <= 131056 (one exact int32 sum). Declined
+// (result.choice.why set, C untouched) where the rule finds no N or the inputs hold NaN or Inf.
+template <class T>
+HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, Op tb, index_t m, index_t n,
+                     index_t k, T alpha, const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C,
+                     index_t ldc) {
+  using namespace host_detail;
+  using R = real_t<T>;
+  constexpr bool cplx = is_complex_v<T>;
+  constexpr int parts = cplx ? 2 : 1;
+  HostResult res;
+  if (m <= 0 || n <= 0 || k <= 0 || k > 131056) {
+    res.choice.why = "k out of the host emulation's range";
+    return res;
+  }
+  // op(A)(i, h) and op(B)(h, j), component p, conjugated where asked (as the slices are).
+  auto a_at = [&](index_t i, index_t h, int p) {
+    const T x = ta == Op::N ? A[i + h * lda] : A[h + i * lda];
+    const double v = part(x, p);
+    return ta == Op::C && p == 1 ? -v : v;
+  };
+  auto b_at = [&](index_t h, index_t j, int p) {
+    const T x = tb == Op::N ? B[h + j * ldb] : B[j + h * ldb];
+    const double v = part(x, p);
+    return tb == Op::C && p == 1 ? -v : v;
+  };
+  std::vector<Outer> sa(m), sb(n);
+  Spread spa, spb;
+  bool bad = false;
+  for (index_t i = 0; i < m; ++i) {
+    sa[i] = outer(k, parts, [&](index_t h, int p) { return a_at(i, h, p); });
+    bad |= sa[i].bad;
+    spa.min_deficit = std::fmax(spa.min_deficit, sa[i].spread);
+    spa.mean_deficit = std::fmax(spa.mean_deficit, sa[i].deficit);
+  }
+  for (index_t j = 0; j < n; ++j) {
+    sb[j] = outer(k, parts, [&](index_t h, int p) { return b_at(h, j, p); });
+    bad |= sb[j].bad;
+    spb.min_deficit = std::fmax(spb.min_deficit, sb[j].spread);
+    spb.mean_deficit = std::fmax(spb.mean_deficit, sb[j].deficit);
+  }
+  if (bad) {
+    res.choice.why = "NaN or Inf among the operands";
+    return res;
+  }
+  const bool single = std::is_same_v<R, float>;
+  const long long kk = k * parts;
+  res.choice = choose(acc, single, spa, spb, kk, levels_above, forced);
+  const int N = res.choice.N;
+  if (N == 0) return res;
+  const double bound = scale_bound(N, kk);
+  if (bound < 16) {
+    res.choice.why = std::to_string(N) + " moduli keep fewer than 4 bits per entry at k = " + std::to_string(k);
+    return res;
+  }
+  std::vector<int> ea(m), eb(n);
+  for (index_t i = 0; i < m; ++i) ea[i] = scale_exponent(sa[i].s, sa[i].E, bound);
+  for (index_t j = 0; j < n; ++j) eb[j] = scale_exponent(sb[j].s, sb[j].E, bound);
+
+  // Residues: ra[((l * parts + p) * m + i) * k + h], rb[((l * parts + p) * n + j) * k + h].
+  const auto seq = std::make_index_sequence<kMaxModuli>{};
+  std::vector<std::int8_t> ra(std::size_t(N) * parts * m * k), rb(std::size_t(N) * parts * n * k);
+  std::int8_t r[kMaxModuli];
+  for (int p = 0; p < parts; ++p) {
+    for (index_t i = 0; i < m; ++i)
+      for (index_t h = 0; h < k; ++h) {
+        residues(std::llrint(std::ldexp(a_at(i, h, p), ea[i])), r, N, seq);
+        for (int l = 0; l < N; ++l) ra[((std::size_t(l) * parts + p) * m + i) * k + h] = r[l];
+      }
+    for (index_t j = 0; j < n; ++j)
+      for (index_t h = 0; h < k; ++h) {
+        residues(std::llrint(std::ldexp(b_at(h, j, p), eb[j])), r, N, seq);
+        for (int l = 0; l < N; ++l) rb[((std::size_t(l) * parts + p) * n + j) * k + h] = r[l];
+      }
+  }
+  const Crt crt = crt_constants(N);
+  auto dot = [&](int l, int pa, index_t i, int pb, index_t j) {
+    const std::int8_t* x = &ra[((std::size_t(l) * parts + pa) * m + i) * k];
+    const std::int8_t* y = &rb[((std::size_t(l) * parts + pb) * n + j) * k];
+    int s = 0;  // exact: k 2^14 < 2^31
+    for (index_t h = 0; h < k; ++h) s += int(x[h]) * int(y[h]);
+    return (long long)s;
+  };
+  const std::complex<double> al(alpha), be(beta);
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = 0; i < m; ++i) {
+      double v[2] = {0, 0};
+      for (int p = 0; p < parts; ++p) {
+        U128 S;
+        for (int l = 0; l < N; ++l) {
+          // real: the one product; complex: Re = RR - II, Im = RI + IR
+          const long long c = !cplx ? dot(l, 0, i, 0, j)
+                              : p == 0 ? dot(l, 0, i, 0, j) - dot(l, 1, i, 1, j)
+                                       : dot(l, 0, i, 1, j) + dot(l, 1, i, 0, j);
+          crt_add(S, crt, l, fold_at(l, c, crt.y[l], seq));
+        }
+        v[p] = std::ldexp(crt_signed(S, crt), -(ea[i] + eb[j]));
+      }
+      T& c = C[i + j * ldc];
+      if constexpr (!cplx) {
+        double out = al.real() * v[0];
+        if (be.real() != 0) out += be.real() * double(c);
+        c = T(out);
+      } else {
+        double re = al.real() * v[0] - al.imag() * v[1], im = al.real() * v[1] + al.imag() * v[0];
+        if (be != 0.0) {
+          const double cr = c.real(), ci = c.imag();
+          re += be.real() * cr - be.imag() * ci, im += be.real() * ci + be.imag() * cr;
+        }
+        c = T(R(re), R(im));
+      }
+    }
+  return res;
+}
+
+}  // namespace distmm::ozaki

@@ -1,0 +1,178 @@
+// The accuracy rule of the INT8 emulation (cuda/ozaki_accuracy.hpp) checked through its host
+// twin (cuda/ozaki_host.hpp: the GPU's steps with the same shared rule and arithmetic) on
+// inputs built to stress it: wide exponent ranges, rows and columns of very different norms,
+// cancellation (AB much smaller than |A||B|), seed 003's matrices A = I + u v^T,
+// B = I - u v^T / (1 + v^T u), and uniform ones; f32, f64, c32, c64; targets native, 1e-4 /
+// 1e-10 and max. For every entry: the measured error (against a __float128 reference) at most
+// the rule's bound c (|A||B|)_ij, and c at most the target; for native, the target is the native
+// routine's own bound gamma_K (|A||B|)_ij, which OpenBLAS's product on the same inputs is also
+// checked against. Fewer moduli than the rule picks break the target on these inputs, so the
+// check can fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/ozaki_host.hpp"
+#include "node/blas.hpp"
+#include "ozaki_stress.hpp"
+
+using namespace distmm;
+using namespace distmm::ozaki;
+using namespace distmm::stress;
+
+namespace {
+
+struct Target {
+  const char* text;
+  Accuracy acc;
+};
+
+template <class T>
+void check_rule(index_t m, index_t n, index_t k, unsigned seed) {
+  using R = real_t<T>;
+  const bool single = std::is_same_v<R, float>;
+  const long long kk = k * (is_complex_v<T> ? 2 : 1);
+  const std::vector<Target> targets{{"native", {Accuracy::native, 0}},
+                                    {single ? "1e-4" : "1e-10", {Accuracy::relative, single ? 1e-4 : 1e-10}},
+                                    {single ? "1e-6" : "1e-14", {Accuracy::relative, single ? 1e-6 : 1e-14}},
+                                    {"max", {Accuracy::max, 0}}};
+  int emulated = 0;
+  for (const Problem<T>& p : problems<T>(m, n, k, seed)) {
+    const Exact<T> e = exact(p);
+    // The native routine on the same inputs, against its own bound gamma_K |A||B|.
+    std::vector<T> Cn(m * n, T(0));
+    blas_gemm<T>(Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), Cn.data(), m);
+    const double native_err = worst_ratio(Cn, e), gamma_k = gamma(kk, unit_roundoff(single));
+    EXPECT_LE(native_err, gamma_k) << p.name;
+    for (const Target& t : targets) {
+      std::vector<T> C(m * n, T(0));
+      const HostResult r = host_gemm<T>(t.acc, 0, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0),
+                                        C.data(), m);
+      const std::string what = p.name + ", target " + t.text + ", k " + std::to_string(k) + ", N " +
+                               std::to_string(r.choice.N) + " " + r.choice.why;
+      if (!r.emulated()) {  // declined: only where 16 moduli cannot meet the target
+        EXPECT_FALSE(r.choice.why.empty()) << what;
+        continue;
+      }
+      ++emulated;
+      const double err = worst_ratio(C, e);
+      // the measured error within the bound (plus the reference's own rounding, far below it)
+      EXPECT_LE(err, r.choice.bound * (1 + 1e-6) + 1e-30) << what;
+      if (t.acc.kind == Accuracy::native) {
+        EXPECT_LE(r.choice.bound, gamma_k) << what;
+        EXPECT_LE(err, gamma_k) << what << " (native measured " << native_err << ")";
+      } else if (t.acc.kind == Accuracy::relative) {
+        EXPECT_LE(r.choice.bound, t.acc.eps) << what;
+        EXPECT_LE(err, t.acc.eps) << what;
+      }
+      // the fewest moduli: one fewer would not meet the target
+      if (t.acc.kind != Accuracy::max && r.choice.N > 2) {
+        std::vector<T> C2(m * n, T(0));
+        const HostResult r2 = host_gemm<T>(t.acc, r.choice.N - 1, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m,
+                                           p.B.data(), k, T(0), C2.data(), m);
+        if (r2.emulated()) EXPECT_GT(r2.choice.bound, r.choice.target) << what;
+      }
+    }
+  }
+  EXPECT_GT(emulated, 0);
+}
+
+TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetF32) {
+  for (index_t k : {1, 7, 64, 200}) check_rule<float>(24, 20, k, 1);
+  check_rule<float>(64, 64, 64, 2);
+}
+TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetF64) {
+  for (index_t k : {1, 7, 64, 200}) check_rule<double>(24, 20, k, 3);
+  check_rule<double>(64, 64, 64, 4);
+}
+TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetComplex) {
+  check_rule<std::complex<float>>(20, 16, 96, 5);
+  check_rule<std::complex<double>>(20, 16, 96, 6);
+  check_rule<std::complex<double>>(40, 40, 40, 7);
+}
+
+// Transposed and conjugated operands, alpha and beta: the same pipeline as the GPU's.
+TEST(OzakiAccuracy, TransposesAlphaBeta) {
+  using T = std::complex<double>;
+  const index_t m = 20, n = 12, k = 33;
+  std::mt19937_64 g(9);
+  std::uniform_real_distribution<double> U(-1, 1);
+  std::vector<T> A(m * k), B(k * n), C0(m * n);
+  for (auto* v : {&A, &B, &C0})
+    for (auto& x : *v) x = T(U(g), U(g));
+  for (Op ta : {Op::N, Op::T, Op::C})
+    for (Op tb : {Op::N, Op::T, Op::C}) {
+      const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
+      const T alpha(0.5, -2), beta(1.5, 0.25);
+      std::vector<T> C = C0, Cr = C0;
+      const HostResult r = host_gemm<T>({}, 0, 0, ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta,
+                                        C.data(), m);
+      ASSERT_TRUE(r.emulated()) << r.choice.why;
+      blas_gemm<T>(ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta, Cr.data(), m);
+      for (index_t t = 0; t < m * n; ++t) EXPECT_LT(std::abs(C[t] - Cr[t]), 1e-12) << t;
+    }
+}
+
+// The check can fail: one modulus fewer than the native rule picks gives errors above
+// gamma_K |A||B| on some of the stress inputs (those whose small entries meet large ones).
+TEST(OzakiAccuracy, FewerModuliThanTheRuleBreakTheTarget) {
+  for (bool single : {true, false}) {
+    int broken = 0;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const index_t m = 24, n = 20, k = 64;
+      const double gamma_k = gamma(k, unit_roundoff(single));
+      for (const Problem<T>& p : problems<T>(m, n, k, 11)) {
+        const Exact<T> e = exact(p);
+        std::vector<T> C(m * n, T(0));
+        const HostResult r = host_gemm<T>({}, 0, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0),
+                                          C.data(), m);
+        if (!r.emulated() || r.choice.N < 4) continue;
+        std::fill(C.begin(), C.end(), T(0));
+        host_gemm<T>({}, r.choice.N - 1, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), C.data(), m);
+        broken += worst_ratio(C, e) > gamma_k;
+      }
+    };
+    if (single) run(float());
+    else run(double());
+    EXPECT_GT(broken, 0) << (single ? "f32" : "f64");
+  }
+}
+
+TEST(OzakiAccuracy, ParsesTargets) {
+  Accuracy a;
+  EXPECT_EQ(parse_accuracy("native", a), "");
+  EXPECT_EQ(a.kind, Accuracy::native);
+  EXPECT_EQ(parse_accuracy("max", a), "");
+  EXPECT_EQ(a.kind, Accuracy::max);
+  EXPECT_EQ(parse_accuracy("1e-10", a), "");
+  EXPECT_EQ(a.kind, Accuracy::relative);
+  EXPECT_EQ(a.eps, 1e-10);
+  EXPECT_EQ(accuracy_name(a), "1e-10");
+  for (const char* bad : {"", "fast", "0", "1", "-1e-3", "1e-3x", "nan"})
+    EXPECT_NE(parse_accuracy(bad, a).find("use native, max or a relative error"), std::string::npos) << bad;
+}
+
+// The correctly rounded conversion of the CRT's 128-bit integers.
+TEST(OzakiAccuracy, ToDoubleRoundsCorrectly) {
+  std::mt19937_64 g(13);
+  for (int t = 0; t < 100000; ++t) {
+    U128 x;
+    x.hi = g() >> (g() % 64), x.lo = g();
+    if (t % 3 == 0) x.lo = (x.lo & ~0xfffull) | 0x400;  // near ties
+    const unsigned __int128 v = (unsigned __int128)x.hi << 64 | x.lo;
+    const double d = to_double(x);
+    // exact: d is the nearest double to v (ties to even): |d - v| <= half an ulp of d
+    const long double ld = (long double)v;  // 64 bits: exact enough to compare the halves
+    const unsigned __int128 dv = (unsigned __int128)d;
+    const unsigned __int128 diff = dv > v ? dv - v : v - dv;
+    const double ulp = std::ldexp(1.0, std::ilogb(d) - 52);
+    EXPECT_LE((double)diff, ulp / 2) << t << " " << (double)ld;
+  }
+}
+
+}  // namespace
