@@ -106,9 +106,10 @@ class DistAlgorithm {
   virtual ~DistAlgorithm() = default;
   virtual std::string name() const = 0;
   virtual std::string layout() const = 0;  // grid shape and steps, for the report
-  virtual const Piece& piece_a() const = 0;
-  virtual const Piece& piece_b() const = 0;
-  virtual const Piece& piece_c() const = 0;
+  // This rank's pieces of A, B and C in the algorithm's layout (set by its constructor).
+  const Piece& piece_a() const { return piece_a_; }
+  const Piece& piece_b() const { return piece_b_; }
+  const Piece& piece_c() const { return piece_c_; }
   // C = alpha A B + beta C on the local pieces (piece_a(), piece_b(), piece_c()).
   template <class T>
   void multiply(Engine& e, nondeduced_t<T> alpha, MatrixView<const T> A, MatrixView<const T> B,
@@ -278,6 +279,7 @@ class DistAlgorithm {
 
  protected:
   int rest_mark_ = -1;  // set around run_device by AlgorithmBase
+  Piece piece_a_, piece_b_, piece_c_;
 };
 
 // An algorithm written once over a memory space: Derived::run<T>(DeviceSpace&, alpha, A, B,

@@ -158,9 +158,9 @@ class Caps final : public AlgorithmBase<Caps> {
     dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
     const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(mfac);  // dealt: column chunks only
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
-    pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
-    pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
-    pc_ = piece(s.m, s.n, top_.lm(), top_.ln());
+    piece_a_ = piece(s.m, s.k, top_.lm(), top_.lk());
+    piece_b_ = piece(s.k, s.n, top_.lk(), top_.ln());
+    piece_c_ = piece(s.m, s.n, top_.lm(), top_.ln());
     // Communicators of every BFS level, made once (collective, so every rank builds the same):
     // the 7 peers share a row part and a position r = qc div 7; group g = qc mod 7.
     const Comm* cur = &world_;
@@ -205,9 +205,6 @@ class Caps final : public AlgorithmBase<Caps> {
     return "P = " + ranks + ", steps " + (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name +
            ", padded to " + std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
   bool strassen_like() const override { return true; }
   double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
@@ -750,7 +747,6 @@ class Caps final : public AlgorithmBase<Caps> {
   Skew skew_ = settings().caps_skew;  // the test hook: rank R reports F times its round-0 time
   bool balanced_ = false;             // dealt rounds by measured rates (the rule above)
   Stage top_{};
-  Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
   // Communicators in the space over the Comms above (destroyed before them).

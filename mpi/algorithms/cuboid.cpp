@@ -65,12 +65,12 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     // columns, among the pm ranks (*, j, l) and the pk ranks (i, j, *).
     for (int c = 0; c < g_.steps && pm_.size(i_) > 0; ++c) {
       const index_t kc = step_size(l_, c), w = share(kc, g_.pn, j_);
-      if (w > 0) pa_.col_runs.push_back({pk_.start(l_) + step_begin(l_, c) + share_begin(kc, g_.pn, j_), w});
+      if (w > 0) piece_a_.col_runs.push_back({pk_.start(l_) + step_begin(l_, c) + share_begin(kc, g_.pn, j_), w});
     }
-    if (!pa_.col_runs.empty()) pa_.row_runs.push_back({pm_.start(i_), pm_.size(i_)});
+    if (!piece_a_.col_runs.empty()) piece_a_.row_runs.push_back({pm_.start(i_), pm_.size(i_)});
     const Partition1D nb{pn_.size(j_), g_.pm}, nc{pn_.size(j_), g_.pk};
-    pb_ = Piece::block(pk_.start(l_), pk_.size(l_), pn_.start(j_) + nb.start(i_), nb.size(i_));
-    pc_ = Piece::block(pm_.start(i_), pm_.size(i_), pn_.start(j_) + nc.start(l_), nc.size(l_));
+    piece_b_ = Piece::block(pk_.start(l_), pk_.size(l_), pn_.start(j_) + nb.start(i_), nb.size(i_));
+    piece_c_ = Piece::block(pm_.start(i_), pm_.size(i_), pn_.start(j_) + nc.start(l_), nc.size(l_));
   }
 
   std::string name() const override { return "cuboid"; }

@@ -103,9 +103,9 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
       p.col_runs = Piece::cyclic_runs(cols, nb_, grid_.col(), pc_);
       return p;  // may hold rows but no columns: PDGEMM's LLD still counts the local rows
     };
-    pa_ = piece(s.m, s.k);
-    pb_ = piece(s.k, s.n);
-    pc_piece_ = piece(s.m, s.n);
+    piece_a_ = piece(s.m, s.k);
+    piece_b_ = piece(s.k, s.n);
+    piece_c_ = piece(s.m, s.n);
   }
 
   std::string name() const override { return "scalapack"; }
@@ -113,9 +113,6 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
     return std::to_string(pr_) + "x" + std::to_string(pc_) + " BLACS grid, nb " +
            std::to_string(nb_);
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_piece_; }
   bool uses_engine() const override { return false; }
   bool counts_words() const override { return false; }
 
@@ -158,7 +155,6 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
   index_t nb_;
   int pr_, pc_;
   BlacsGrid grid_;
-  Piece pa_, pb_, pc_piece_;
 };
 
 }  // namespace
