@@ -91,28 +91,11 @@ int lone_quadrant(const int (&coef)[7][4], int j) {
   return std::count_if(coef[j], coef[j] + 4, nonzero) == 1 && coef[j][q] == 1 ? q : -1;
 }
 
-// The leaf's k-panels: the union of A's column chunks (over the mc grid columns) and B's row
-// parts (over the mr grid rows), each with the grid column that holds its A part and the grid
-// row that holds its B part.
-struct LeafPanel {
-  index_t k0, w;
-  int a_root, b_root;
-};
-std::vector<LeafPanel> leaf_panels(index_t lk, int mr, int mc) {
-  std::vector<index_t> cuts;
-  for (int c = 0; c <= mc; ++c) cuts.push_back(chunk_begin(lk, c, mc));
-  for (int r = 0; r <= mr; ++r) cuts.push_back(chunk_begin(lk, r, mr));
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  std::vector<LeafPanel> v;
-  int c = 0, r = 0;
-  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const index_t k0 = cuts[i];
-    while (chunk_begin(lk, c + 1, mc) <= k0) ++c;
-    while (chunk_begin(lk, r + 1, mr) <= k0) ++r;
-    v.push_back({k0, cuts[i + 1] - k0, c, r});
-  }
-  return v;
+// The leaf's k-panels: where neither A's column chunks (over the mc grid columns) nor B's row
+// parts (over the mr grid rows) are cut, each with the grid column that holds its A part
+// (a_owner) and the grid row that holds its B part (b_owner).
+std::vector<KPanel> leaf_panels(index_t lk, int mr, int mc) {
+  return common_panels(lk, lk, [&](int c) { return chunk_begin(lk, c, mc); }, [&](int r) { return chunk_begin(lk, r, mr); });
 }
 
 // out[i] = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one pass
@@ -312,7 +295,7 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     if (st.P > 1) {
       index_t wmax = 0;
-      for (const LeafPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.w);
+      for (const KPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.width);
       b[leaf_buffer(0)] = b[leaf_buffer(1)] = std::size_t(st.rows_of(st.lm()) * wmax) * e;
       b[leaf_buffer(2)] = b[leaf_buffer(3)] = std::size_t(wmax * st.cols_of(st.ln())) * e;
     }
@@ -687,7 +670,7 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
     const index_t hb = st.rows_of(lk);
-    const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
+    const std::vector<KPanel> panels = leaf_panels(lk, mr, mc);
     T* abuf[2] = {buffer<T>(leaf_buffer(0)), buffer<T>(leaf_buffer(1))};
     T* bbuf[2] = {buffer<T>(leaf_buffer(2)), buffer<T>(leaf_buffer(3))};
     std::array<const T*, 2> ap{};
@@ -696,17 +679,17 @@ class Caps final : public AlgorithmBase<Caps> {
     pipeline(
         sp, int(panels.size()),
         [&](int t) {
-          const LeafPanel& p = panels[std::size_t(t)];
-          T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
-          if (qr == p.b_root) sp.copy(bbuf[t % 2], ld(p.w), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.w, wn, Lane::comm);
+          const KPanel& p = panels[std::size_t(t)];
+          T* asrc = qc == p.a_owner ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
+          if (qr == p.b_owner) sp.copy(bbuf[t % 2], ld(p.width), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.width, wn, Lane::comm);
           phase(tail_phase(0), [&] {
-            comms().rows->broadcast(asrc, h * p.w, p.a_root);
-            comms().cols->broadcast(bbuf[t % 2], p.w * wn, p.b_root);
+            comms().rows->broadcast(asrc, h * p.width, p.a_owner);
+            comms().cols->broadcast(bbuf[t % 2], p.width * wn, p.b_owner);
           });
           ap[std::size_t(t % 2)] = asrc;
         },
         [&](int t) {
-          const index_t w = panels[std::size_t(t)].w;
+          const index_t w = panels[std::size_t(t)].width;
           phase(tail_phase(1), [&] {
             sp.gemm<T>(Op::N, Op::N, h, wn, w, T(1), ap[std::size_t(t % 2)], ld(h), bbuf[t % 2], ld(w),
                        t == 0 ? T(0) : T(1), c, ld(h));
