@@ -98,15 +98,16 @@ std::vector<KPanel> leaf_panels(index_t lk, int mr, int mc) {
   return common_panels(lk, lk, [&](int c) { return chunk_begin(lk, c, mc); }, [&](int r) { return chunk_begin(lk, r, mr); });
 }
 
-// out[i] = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one pass
-// reading only the quadrants they use.
+// out + i stride = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one
+// pass reading only the quadrants they use.
 template <class T>
-void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* const* out) {
+void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* out,
+               index_t stride = 0) {
   DeviceSpace::Combination c;
   std::array<int, 4> slot{-1, -1, -1, -1};
   c.n_out = j1 - j0;
   for (int j = j0; j < j1; ++j) {
-    c.out[std::size_t(j - j0)] = out[j - j0];
+    c.out[std::size_t(j - j0)] = out + (j - j0) * stride;
     for (int q = 0; q < 4; ++q) {
       if (coef[j][q] == 0) continue;
       if (slot[std::size_t(q)] < 0) slot[std::size_t(q)] = c.n_in, c.in[std::size_t(c.n_in++)] = x + q * quarter;
@@ -134,12 +135,14 @@ class Caps final : public AlgorithmBase<Caps> {
  public:
   // device_resident: a GPU run, whose dealt rounds are never balanced (its products are queued,
   // not timed on the host).
-  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f, bool device_resident)
-      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
+  Caps(const Comm& world, GemmShape s, CapsSteps steps, const BilinearFormula& f, bool device_resident)
+      : s_(s), k7_(int(std::count(steps.begin(), steps.end(), CapsStep::bfs))), steps_(std::move(steps)), f_(f),
+        world_(world.dup()) {
+    m_ = int(world_.size() / pow7(k7_));
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
     dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
-    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(mfac);  // dealt: column chunks only
+    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(m_);  // dealt: column chunks only
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
     piece_a_ = piece(s.m, s.k, top_.lm(), top_.lk());
     piece_b_ = piece(s.k, s.n, top_.lk(), top_.ln());
@@ -368,8 +371,8 @@ class Caps final : public AlgorithmBase<Caps> {
       std::array<bool, 4> touched{};
       for (int j = 0; j < 7; ++j) {
         phase(level_phase(depth, kSums), [&] {
-          form_sums<T>(sp, a, qa, f_.a, j, j + 1, &s);
-          form_sums<T>(sp, b, qb, f_.b, j, j + 1, &t);
+          form_sums<T>(sp, a, qa, f_.a, j, j + 1, s);
+          form_sums<T>(sp, b, qb, f_.b, j, j + 1, t);
         });
         recurse<T>(sp, ch, depth + 1, s, t, mprod);
         if (depth == 0 && !counted_) step_done(j + 1, 8);  // the top-level DFS products
@@ -383,10 +386,8 @@ class Caps final : public AlgorithmBase<Caps> {
     T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
     phase(level_phase(depth, kSums), [&] {
       for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
-        T* os[4] = {s + j0 * qa, s + (j0 + 1) * qa, s + (j0 + 2) * qa, s + (j0 + 3) * qa};
-        T* ot[4] = {t + j0 * qb, t + (j0 + 1) * qb, t + (j0 + 2) * qb, t + (j0 + 3) * qb};
-        form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), os);
-        form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), ot);
+        form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), s + j0 * qa, qa);
+        form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), t + j0 * qb, qb);
       }
     });
     const index_t L = ch.leaves(), rows_a = st.rows_of(st.lm()), rows_b = st.rows_of(st.lk());
@@ -482,7 +483,7 @@ class Caps final : public AlgorithmBase<Caps> {
           s.at[i] = parent + q * len, s.from_x[i] = parent_in_x;
         } else {
           T* dst = l == L ? out : s.store[i];
-          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
+          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
           s.at[i] = dst, s.from_x[i] = false;
         }
         s.prefix[i] = pre;
@@ -758,9 +759,9 @@ class Caps final : public AlgorithmBase<Caps> {
 
 }  // namespace
 
-std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, int m, int k7, const CapsSteps& steps,
+std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, const CapsSteps& steps,
                                                   const BilinearFormula& f, bool device_resident) {
-  return std::make_unique<Caps>(world, s, m, k7, steps, f, device_resident);
+  return std::make_unique<Caps>(world, s, steps, f, device_resident);
 }
 
 }  // namespace distmm
