@@ -382,7 +382,7 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     // BFS: sums for all seven products, all-to-all among the 7 peers, recurse in the group.
     const Stage ch = st.child_bfs();
-    DeviceComm& peers = *comms().peers[std::size_t(bfs_level(depth))];
+    DeviceComm& peers = *comms().peers[std::size_t(std::count(steps_.begin(), steps_.begin() + depth, CapsStep::bfs))];
     T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
     phase(level_phase(depth, kSums), [&] {
       for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
@@ -650,12 +650,6 @@ class Caps final : public AlgorithmBase<Caps> {
     for (index_t j = plan.next; j < plan.J; ++j) split_product(j);
     sp.compute_waits_for_comm();
     times.wait();
-  }
-
-  int bfs_level(int depth) const {
-    int b = 0;
-    for (int d = 0; d < depth; ++d) b += steps_[std::size_t(d)] == CapsStep::bfs;
-    return b;
   }
 
   // One rank multiplies alone; m > 1 ranks share the leaf as an mr x mc grid: SUMMA over the
