@@ -350,6 +350,17 @@ struct EstimateAccumulator {
     e.words_mean /= std::max(P, 1);
     return e;
   }
+  // The estimate of ranks 0..P-1: f(r, words, messages) adds up rank r's and returns its flops.
+  template <class F>
+  static CommEstimate over(int P, F&& f) {
+    EstimateAccumulator acc;
+    for (int r = 0; r < P; ++r) {
+      double words = 0, msgs = 0;
+      const double flops = f(r, words, msgs);
+      acc.add(words, msgs, flops);
+    }
+    return acc.done(P);
+  }
 };
 
 // The memory an algorithm sizes its steps or grid within, bytes per rank: in a device-resident

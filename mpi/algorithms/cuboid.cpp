@@ -97,21 +97,17 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   double peak_words() const { return cuboid_peak_words(s_, g_); }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int r = 0; r < g_.used(); ++r) {
+    return EstimateAccumulator::over(P_, [&](int r, double& words, double& msgs) {
+      if (r >= g_.used()) return 0.0;  // an idle rank
       auto [i, j, l] = coords(r);
-      const double mi = double(pm_.size(i)), nj = double(pn_.size(j)), kl = double(pk_.size(l));
-      double words = 0, msgs = 0;
       for (int c = 0; c < g_.steps; ++c) {
         const index_t kc = step_size(l, c);
         if (g_.pn > 1) charge(part_counts(kc, g_.pn, pm_.size(i)), j, words, msgs);  // A's k-slice
         if (g_.pm > 1) charge(part_counts(pn_.size(j), g_.pm, kc), i, words, msgs);  // B's k-slice
       }
       if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
-      acc.add(words, msgs, 2 * mi * nj * kl);
-    }
-    for (int r = g_.used(); r < P_; ++r) acc.add(0, 0, 0);  // the idle ranks
-    return acc.done(P_);
+      return 2 * double(pm_.size(i)) * double(pn_.size(j)) * double(pk_.size(l));
+    });
   }
 
   // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
@@ -149,8 +145,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
   // copy.
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
     if (!active_) return;
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);

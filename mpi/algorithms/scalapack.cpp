@@ -127,18 +127,16 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
   // PDGEMM's outer-product scheme moves, like SUMMA, every A panel along process rows and
   // every B panel along process columns.
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < pr_; ++i)
-      for (int j = 0; j < pc_; ++j) {
-        double mi = double(Piece::total(Piece::cyclic_runs(s_.m, nb_, i, pr_)));
-        double nj = double(Piece::total(Piece::cyclic_runs(s_.n, nb_, j, pc_)));
-        double ka = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, j, pc_)));
-        double kb = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, i, pr_)));
-        double panels = double((s_.k + nb_ - 1) / nb_);
-        acc.add(mi * (s_.k - ka) + nj * (s_.k - kb),
-                (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0), 2 * mi * nj * double(s_.k));
-      }
-    return acc.done(pr_ * pc_);
+    return EstimateAccumulator::over(pr_ * pc_, [&](int r, double& words, double& msgs) {
+      const int i = r / pc_, j = r % pc_;
+      const double mi = double(Piece::total(Piece::cyclic_runs(s_.m, nb_, i, pr_)));
+      const double nj = double(Piece::total(Piece::cyclic_runs(s_.n, nb_, j, pc_)));
+      const double ka = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, j, pc_)));
+      const double kb = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, i, pr_)));
+      const double panels = double((s_.k + nb_ - 1) / nb_);
+      words = mi * (s_.k - ka) + nj * (s_.k - kb), msgs = (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0);
+      return 2 * mi * nj * double(s_.k);
+    });
   }
 
   template <class T>

@@ -78,17 +78,14 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < grid_.dim(0); ++i)
-      for (int j = 0; j < grid_.dim(1); ++j) {
-        double words = 0, msgs = 0;
-        for (const auto& p : panels_) {
-          if (p.a_owner != j) words += double(pm_.size(i)) * p.width, msgs += 1;
-          if (p.b_owner != i) words += double(pn_.size(j)) * p.width, msgs += 1;
-        }
-        acc.add(words, msgs, 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k));
+    return EstimateAccumulator::over(grid_.dim(0) * grid_.dim(1), [&](int r, double& words, double& msgs) {
+      const int i = r / grid_.dim(1), j = r % grid_.dim(1);
+      for (const auto& p : panels_) {
+        if (p.a_owner != j) words += double(pm_.size(i)) * p.width, msgs += 1;
+        if (p.b_owner != i) words += double(pn_.size(j)) * p.width, msgs += 1;
       }
-    return acc.done(grid_.dim(0) * grid_.dim(1));
+      return 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k);
+    });
   }
 
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
@@ -114,12 +111,9 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return gathered_place(which);
   }
 
-  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
-  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
-  // current panel's product runs on the compute lane.
+  // The next panel's broadcasts on the comm lane during the current panel's product (pipeline.hpp).
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
@@ -178,8 +172,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
   // buffer, since its rows are strided in B's column of blocks), then one product.
   template <class T>
-  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                          MatrixView<T> C) {
+  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), k = s_.k;
     const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
