@@ -103,8 +103,7 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const AlgoOptions&) {
-  const int q = root_or_error(world.size(), 2, "cannon");
-  return std::make_unique<Cannon>(world, s, q);
+  return std::make_unique<Cannon>(world, s, root_or_error(world.size(), 2, "cannon"));
 }
 
 }  // namespace distmm

@@ -19,11 +19,10 @@
 //    sends each to its owner, and combines its chunks of the products into C in the same order.
 //    Where 7 does not divide the rank count this still takes several Strassen levels. Round
 //    t + 1's operands travel during round t's product, round t - 1's products during it too.
-//    One rule picks how the rounds are dealt: in a host run with the balancer on
-//    (DISTMM_CAPS_BALANCE) and more than two rounds, by the ranks' measured rates (DealtPlan in
-//    caps.hpp, over the rate balancer the k-split uses too, mpi/runtime/rate_balancer.hpp);
-//    otherwise round-robin in whole rounds, the last J mod P subproblems split over all ranks (a
-//    short round would leave ranks idle; a GPU run's products are queued, not timed).
+//    How the rounds are dealt (DealtPlan, caps.hpp): by the ranks' measured rates in a host run
+//    with the balancer on (DISTMM_CAPS_BALANCE) and more than two rounds; otherwise round-robin
+//    in whole rounds, the last J mod P subproblems split over all ranks (a short round would
+//    leave ranks idle; a GPU run's products are queued, not timed).
 //  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, a 2-D SUMMA on the
 //    leaf grid (pipeline.hpp).
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces

@@ -99,8 +99,7 @@ class Dns final : public ClassicalAlgorithm<Dns> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions&) {
-  const int q = root_or_error(world.size(), 3, "dns");
-  return std::make_unique<Dns>(world, s, q);
+  return std::make_unique<Dns>(world, s, root_or_error(world.size(), 3, "dns"));
 }
 
 }  // namespace distmm

@@ -293,8 +293,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const AlgoOptions& o) {
-  const int P = world.size();
-  auto [pr, pc] = grid_2d_for(P, s.m, s.n, o.grid_rows);
+  auto [pr, pc] = grid_2d_for(world.size(), s.m, s.n, o.grid_rows);
   return std::make_unique<Summa>(world, s, o, pr, pc);
 }
 
