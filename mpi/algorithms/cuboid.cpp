@@ -279,7 +279,6 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   static constexpr std::size_t kNoPhase = ~std::size_t(0);
 };
 
-
 // A grid's busiest rank (blocks rounded up): its words, gathered (A and B) and reduced (C), and
 // its predicted seconds from its flops, words and messages (cost_model.hpp). A reduced word
 // costs its transfer and the pass that adds it in (read, add, write: priced as a second
