@@ -106,9 +106,10 @@ class DistAlgorithm {
   virtual ~DistAlgorithm() = default;
   virtual std::string name() const = 0;
   virtual std::string layout() const = 0;  // grid shape and steps, for the report
-  virtual const Piece& piece_a() const = 0;
-  virtual const Piece& piece_b() const = 0;
-  virtual const Piece& piece_c() const = 0;
+  // This rank's pieces of A, B and C in the algorithm's layout (set by its constructor).
+  const Piece& piece_a() const { return piece_a_; }
+  const Piece& piece_b() const { return piece_b_; }
+  const Piece& piece_c() const { return piece_c_; }
   // C = alpha A B + beta C on the local pieces (piece_a(), piece_b(), piece_c()).
   template <class T>
   void multiply(Engine& e, nondeduced_t<T> alpha, MatrixView<const T> A, MatrixView<const T> B,
@@ -281,6 +282,7 @@ class DistAlgorithm {
 
  protected:
   int rest_mark_ = -1;  // set around run_device by AlgorithmBase
+  Piece piece_a_, piece_b_, piece_c_;
 };
 
 // An algorithm written once over a memory space: Derived::run<T>(DeviceSpace&, alpha, A, B,
@@ -350,6 +352,17 @@ struct EstimateAccumulator {
   CommEstimate done(int P) {
     e.words_mean /= std::max(P, 1);
     return e;
+  }
+  // The estimate of ranks 0..P-1: f(r, words, messages) adds up rank r's and returns its flops.
+  template <class F>
+  static CommEstimate over(int P, F&& f) {
+    EstimateAccumulator acc;
+    for (int r = 0; r < P; ++r) {
+      double words = 0, msgs = 0;
+      const double flops = f(r, words, msgs);
+      acc.add(words, msgs, flops);
+    }
+    return acc.done(P);
   }
 };
 

@@ -30,20 +30,17 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
   }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < q_; ++i)
-      for (int j = 0; j < q_; ++j) {
-        double words = 0, msgs = 0;
-        double mi = double(pm_.size(i)), nj = double(pn_.size(j));
-        if (i % q_) words += mi * pk_.size(j), msgs += 1;       // skew of A
-        if (j % q_) words += pk_.size(i) * nj, msgs += 1;       // skew of B
-        for (int s = 0; s + 1 < q_; ++s) {
-          int l = (i + j + s) % q_;
-          words += mi * pk_.size(l) + pk_.size(l) * nj, msgs += 2;
-        }
-        acc.add(words, msgs, 2 * mi * nj * double(s_.k));
+    return EstimateAccumulator::over(q_ * q_, [&](int r, double& words, double& msgs) {
+      const int i = r / q_, j = r % q_;
+      const double mi = double(pm_.size(i)), nj = double(pn_.size(j));
+      if (i != 0) words += mi * pk_.size(j), msgs += 1;  // skew of A
+      if (j != 0) words += pk_.size(i) * nj, msgs += 1;  // skew of B
+      for (int s = 0; s + 1 < q_; ++s) {
+        const int l = (i + j + s) % q_;
+        words += mi * pk_.size(l) + pk_.size(l) * nj, msgs += 2;
       }
-    return acc.done(q_ * q_);
+      return 2 * mi * nj * double(s_.k);
+    });
   }
 
   // Two blocks each of A and of B, received while the current ones are multiplied.
@@ -54,12 +51,10 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
     return {a, a, b, b};
   }
 
-  // One schedule for host and device memory: the next blocks' shifts on the comm lane (MPI's
-  // nonblocking transfers on the host, NCCL or MPI through host memory between GPUs) while the
-  // current blocks' product runs on the compute lane. A and B are contiguous (ld = rows).
+  // The next blocks' shifts on the comm lane during the current product (pipeline.hpp). A and B
+  // are contiguous (ld = rows).
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const int i = grid_.coord(0), j = grid_.coord(1);
     const index_t mi = pm_.size(i), nj = pn_.size(j);
     auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
@@ -108,8 +103,7 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_cannon(const Comm& world, GemmShape s, const AlgoOptions&) {
-  const int q = root_or_error(world.size(), 2, "cannon");
-  return std::make_unique<Cannon>(world, s, q);
+  return std::make_unique<Cannon>(world, s, root_or_error(world.size(), 2, "cannon"));
 }
 
 }  // namespace distmm

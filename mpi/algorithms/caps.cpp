@@ -19,11 +19,10 @@
 //    sends each to its owner, and combines its chunks of the products into C in the same order.
 //    Where 7 does not divide the rank count this still takes several Strassen levels. Round
 //    t + 1's operands travel during round t's product, round t - 1's products during it too.
-//    One rule picks how the rounds are dealt: in a host run with the balancer on
-//    (DISTMM_CAPS_BALANCE) and more than two rounds, by the ranks' measured rates (DealtPlan in
-//    caps.hpp, over the rate balancer the k-split uses too, mpi/runtime/rate_balancer.hpp);
-//    otherwise round-robin in whole rounds, the last J mod P subproblems split over all ranks (a
-//    short round would leave ranks idle; a GPU run's products are queued, not timed).
+//    How the rounds are dealt (DealtPlan, caps.hpp): by the ranks' measured rates in a host run
+//    with the balancer on (DISTMM_CAPS_BALANCE) and more than two rounds; otherwise round-robin
+//    in whole rounds, the last J mod P subproblems split over all ranks (a short round would
+//    leave ranks idle; a GPU run's products are queued, not timed).
 //  - Leaf: with one rank, the local engine multiplies; with m > 1 ranks, a 2-D SUMMA on the
 //    leaf grid (pipeline.hpp).
 // Sizes are padded with zeros up to multiples of 2^s (documented in README); the user's pieces
@@ -91,39 +90,23 @@ int lone_quadrant(const int (&coef)[7][4], int j) {
   return std::count_if(coef[j], coef[j] + 4, nonzero) == 1 && coef[j][q] == 1 ? q : -1;
 }
 
-// The leaf's k-panels: the union of A's column chunks (over the mc grid columns) and B's row
-// parts (over the mr grid rows), each with the grid column that holds its A part and the grid
-// row that holds its B part.
-struct LeafPanel {
-  index_t k0, w;
-  int a_root, b_root;
-};
-std::vector<LeafPanel> leaf_panels(index_t lk, int mr, int mc) {
-  std::vector<index_t> cuts;
-  for (int c = 0; c <= mc; ++c) cuts.push_back(chunk_begin(lk, c, mc));
-  for (int r = 0; r <= mr; ++r) cuts.push_back(chunk_begin(lk, r, mr));
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  std::vector<LeafPanel> v;
-  int c = 0, r = 0;
-  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const index_t k0 = cuts[i];
-    while (chunk_begin(lk, c + 1, mc) <= k0) ++c;
-    while (chunk_begin(lk, r + 1, mr) <= k0) ++r;
-    v.push_back({k0, cuts[i + 1] - k0, c, r});
-  }
-  return v;
+// The leaf's k-panels: where neither A's column chunks (over the mc grid columns) nor B's row
+// parts (over the mr grid rows) are cut, each with the grid column that holds its A part
+// (a_owner) and the grid row that holds its B part (b_owner).
+std::vector<KPanel> leaf_panels(index_t lk, int mr, int mc) {
+  return common_panels(lk, lk, [&](int c) { return chunk_begin(lk, c, mc); }, [&](int r) { return chunk_begin(lk, r, mr); });
 }
 
-// out[i] = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one pass
-// reading only the quadrants they use.
+// out + i stride = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one
+// pass reading only the quadrants they use.
 template <class T>
-void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* const* out) {
+void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* out,
+               index_t stride = 0) {
   DeviceSpace::Combination c;
   std::array<int, 4> slot{-1, -1, -1, -1};
   c.n_out = j1 - j0;
   for (int j = j0; j < j1; ++j) {
-    c.out[std::size_t(j - j0)] = out[j - j0];
+    c.out[std::size_t(j - j0)] = out + (j - j0) * stride;
     for (int q = 0; q < 4; ++q) {
       if (coef[j][q] == 0) continue;
       if (slot[std::size_t(q)] < 0) slot[std::size_t(q)] = c.n_in, c.in[std::size_t(c.n_in++)] = x + q * quarter;
@@ -151,16 +134,18 @@ class Caps final : public AlgorithmBase<Caps> {
  public:
   // device_resident: a GPU run, whose dealt rounds are never balanced (its products are queued,
   // not timed on the host).
-  Caps(const Comm& world, GemmShape s, int mfac, int k7, CapsSteps steps, const BilinearFormula& f, bool device_resident)
-      : s_(s), m_(mfac), k7_(k7), steps_(std::move(steps)), f_(f), world_(world.dup()) {
+  Caps(const Comm& world, GemmShape s, CapsSteps steps, const BilinearFormula& f, bool device_resident)
+      : s_(s), k7_(int(std::count(steps.begin(), steps.end(), CapsStep::bfs))), steps_(std::move(steps)), f_(f),
+        world_(world.dup()) {
+    m_ = int(world_.size() / pow7(k7_));
     const int S = static_cast<int>(steps_.size());
     auto pad = [&](index_t x) { return ((x + (index_t(1) << S) - 1) >> S) << S; };
     dealt_levels_ = static_cast<int>(std::count(steps_.begin(), steps_.end(), CapsStep::dealt));
-    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(mfac);  // dealt: column chunks only
+    const int mr = dealt_levels_ > 0 ? 1 : leaf_grid_rows(m_);  // dealt: column chunks only
     top_ = {pad(s.m), pad(s.n), pad(s.k), S, world_.size(), world_.rank(), mr};
-    pa_ = piece(s.m, s.k, top_.lm(), top_.lk());
-    pb_ = piece(s.k, s.n, top_.lk(), top_.ln());
-    pc_ = piece(s.m, s.n, top_.lm(), top_.ln());
+    piece_a_ = piece(s.m, s.k, top_.lm(), top_.lk());
+    piece_b_ = piece(s.k, s.n, top_.lk(), top_.ln());
+    piece_c_ = piece(s.m, s.n, top_.lm(), top_.ln());
     // Communicators of every BFS level, made once (collective, so every rank builds the same):
     // the 7 peers share a row part and a position r = qc div 7; group g = qc mod 7.
     const Comm* cur = &world_;
@@ -205,9 +190,6 @@ class Caps final : public AlgorithmBase<Caps> {
     return "P = " + ranks + ", steps " + (steps_.empty() ? "(none)" : to_string(steps_)) + ", " + f_.name +
            ", padded to " + std::to_string(top_.m) + "x" + std::to_string(top_.n) + "x" + std::to_string(top_.k);
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
   bool strassen_like() const override { return true; }
   double error_growth() const override { return std::pow(f_.error_growth_per_level, double(steps_.size())); }
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
@@ -315,7 +297,7 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     if (st.P > 1) {
       index_t wmax = 0;
-      for (const LeafPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.w);
+      for (const KPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.width);
       b[leaf_buffer(0)] = b[leaf_buffer(1)] = std::size_t(st.rows_of(st.lm()) * wmax) * e;
       b[leaf_buffer(2)] = b[leaf_buffer(3)] = std::size_t(wmax * st.cols_of(st.ln())) * e;
     }
@@ -388,8 +370,8 @@ class Caps final : public AlgorithmBase<Caps> {
       std::array<bool, 4> touched{};
       for (int j = 0; j < 7; ++j) {
         phase(level_phase(depth, kSums), [&] {
-          form_sums<T>(sp, a, qa, f_.a, j, j + 1, &s);
-          form_sums<T>(sp, b, qb, f_.b, j, j + 1, &t);
+          form_sums<T>(sp, a, qa, f_.a, j, j + 1, s);
+          form_sums<T>(sp, b, qb, f_.b, j, j + 1, t);
         });
         recurse<T>(sp, ch, depth + 1, s, t, mprod);
         if (depth == 0 && !counted_) step_done(j + 1, 8);  // the top-level DFS products
@@ -399,14 +381,12 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     // BFS: sums for all seven products, all-to-all among the 7 peers, recurse in the group.
     const Stage ch = st.child_bfs();
-    DeviceComm& peers = *comms().peers[std::size_t(bfs_level(depth))];
+    DeviceComm& peers = *comms().peers[std::size_t(std::count(steps_.begin(), steps_.begin() + depth, CapsStep::bfs))];
     T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
     phase(level_phase(depth, kSums), [&] {
       for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
-        T* os[4] = {s + j0 * qa, s + (j0 + 1) * qa, s + (j0 + 2) * qa, s + (j0 + 3) * qa};
-        T* ot[4] = {t + j0 * qb, t + (j0 + 1) * qb, t + (j0 + 2) * qb, t + (j0 + 3) * qb};
-        form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), os);
-        form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), ot);
+        form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), s + j0 * qa, qa);
+        form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), t + j0 * qb, qb);
       }
     });
     const index_t L = ch.leaves(), rows_a = st.rows_of(st.lm()), rows_b = st.rows_of(st.lk());
@@ -502,7 +482,7 @@ class Caps final : public AlgorithmBase<Caps> {
           s.at[i] = parent + q * len, s.from_x[i] = parent_in_x;
         } else {
           T* dst = l == L ? out : s.store[i];
-          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, &dst); });
+          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
           s.at[i] = dst, s.from_x[i] = false;
         }
         s.prefix[i] = pre;
@@ -671,12 +651,6 @@ class Caps final : public AlgorithmBase<Caps> {
     times.wait();
   }
 
-  int bfs_level(int depth) const {
-    int b = 0;
-    for (int d = 0; d < depth; ++d) b += steps_[std::size_t(d)] == CapsStep::bfs;
-    return b;
-  }
-
   // One rank multiplies alone; m > 1 ranks share the leaf as an mr x mc grid: SUMMA over the
   // k-panels, A's panel broadcast along the grid row (from where it lies) and B's along the grid
   // column (packed by its holder), the next panel's broadcasts during this panel's product.
@@ -690,7 +664,7 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
     const index_t hb = st.rows_of(lk);
-    const std::vector<LeafPanel> panels = leaf_panels(lk, mr, mc);
+    const std::vector<KPanel> panels = leaf_panels(lk, mr, mc);
     T* abuf[2] = {buffer<T>(leaf_buffer(0)), buffer<T>(leaf_buffer(1))};
     T* bbuf[2] = {buffer<T>(leaf_buffer(2)), buffer<T>(leaf_buffer(3))};
     std::array<const T*, 2> ap{};
@@ -699,17 +673,17 @@ class Caps final : public AlgorithmBase<Caps> {
     pipeline(
         sp, int(panels.size()),
         [&](int t) {
-          const LeafPanel& p = panels[std::size_t(t)];
-          T* asrc = qc == p.a_root ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
-          if (qr == p.b_root) sp.copy(bbuf[t % 2], ld(p.w), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.w, wn, Lane::comm);
+          const KPanel& p = panels[std::size_t(t)];
+          T* asrc = qc == p.a_owner ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
+          if (qr == p.b_owner) sp.copy(bbuf[t % 2], ld(p.width), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.width, wn, Lane::comm);
           phase(tail_phase(0), [&] {
-            comms().rows->broadcast(asrc, h * p.w, p.a_root);
-            comms().cols->broadcast(bbuf[t % 2], p.w * wn, p.b_root);
+            comms().rows->broadcast(asrc, h * p.width, p.a_owner);
+            comms().cols->broadcast(bbuf[t % 2], p.width * wn, p.b_owner);
           });
           ap[std::size_t(t % 2)] = asrc;
         },
         [&](int t) {
-          const index_t w = panels[std::size_t(t)].w;
+          const index_t w = panels[std::size_t(t)].width;
           phase(tail_phase(1), [&] {
             sp.gemm<T>(Op::N, Op::N, h, wn, w, T(1), ap[std::size_t(t % 2)], ld(h), bbuf[t % 2], ld(w),
                        t == 0 ? T(0) : T(1), c, ld(h));
@@ -750,7 +724,6 @@ class Caps final : public AlgorithmBase<Caps> {
   Skew skew_ = settings().caps_skew;  // the test hook: rank R reports F times its round-0 time
   bool balanced_ = false;             // dealt rounds by measured rates (the rule above)
   Stage top_{};
-  Piece pa_, pb_, pc_;
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
   // Communicators in the space over the Comms above (destroyed before them).
@@ -779,9 +752,9 @@ class Caps final : public AlgorithmBase<Caps> {
 
 }  // namespace
 
-std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, int m, int k7, const CapsSteps& steps,
+std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, const CapsSteps& steps,
                                                   const BilinearFormula& f, bool device_resident) {
-  return std::make_unique<Caps>(world, s, m, k7, steps, f, device_resident);
+  return std::make_unique<Caps>(world, s, steps, f, device_resident);
 }
 
 }  // namespace distmm

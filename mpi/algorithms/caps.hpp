@@ -11,9 +11,9 @@ namespace distmm {
 std::optional<std::pair<int, int>> caps_factors(int P);
 // Peak words per rank of a CAPS step sequence (caps.cpp): the automatic choice and the report.
 double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine& e, Dtype dt);
-// The CAPS schedule (caps.cpp) on P = m * 7^k7 ranks (m alone with dealt steps and no BFS step):
+// The CAPS schedule (caps.cpp) on P = m * 7^k ranks, k the BFS steps (any m with dealt steps):
 // the plan's choice of steps and formula (caps_plan.cpp, make_caps) built.
-std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, int m, int k7, const CapsSteps& steps,
+std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, const CapsSteps& steps,
                                                   const BilinearFormula& f, bool device_resident);
 
 // The order in which the dealt steps' subproblems go out (caps_plan.cpp): round s gives

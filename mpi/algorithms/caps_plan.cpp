@@ -90,12 +90,8 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   int v7 = 0;  // BFS steps this rank count allows above dealt steps (7^v7 divides P)
   for (int q = P; q % 7 == 0; q /= 7) ++v7;
   const index_t smallest = std::min({s.m, s.n, s.k});
-  auto bfs_count = [](const CapsSteps& st) { return int(std::count(st.begin(), st.end(), CapsStep::bfs)); };
   auto make = [&](const CapsSteps& seq, const BilinearFormula& f) {
-    const int b = bfs_count(seq);
-    int left = P;
-    for (int i = 0; i < b; ++i) left /= 7;
-    return make_caps_schedule(world, s, left, b, seq, f, o.device_resident);
+    return make_caps_schedule(world, s, seq, f, o.device_resident);
   };
   auto no_fit = [&] {
     int lo = 1, hi = 1;
@@ -111,7 +107,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   std::vector<CapsSteps> sequences;
   if (o.caps_steps) {
     const CapsSteps& steps = *o.caps_steps;
-    const int b = bfs_count(steps);
+    const int b = int(std::count(steps.begin(), steps.end(), CapsStep::bfs));
     const std::string text = to_string(steps);
     const std::size_t first_x = text.find('X');
     const bool dealt = first_x != std::string::npos;

@@ -15,9 +15,6 @@ class ClassicalAlgorithm : public AlgorithmBase<D> {
  public:
   ClassicalAlgorithm(GemmShape s, int pm, int pn) : s_(s), pm_{s.m, pm}, pn_{s.n, pn} {}
   static constexpr bool kOneSchedule = true;
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_; }
   // D::peak_words(): the words a rank holds at most, inputs and outputs included.
   std::size_t peak_bytes(Dtype dt, const Engine& e) const override {
     const GemmShape g = device_gemm_shape();
@@ -33,9 +30,9 @@ class ClassicalAlgorithm : public AlgorithmBase<D> {
   }
   // Rank (i, j)'s blocks on a 2-D grid: A(i, j) by pm_ and pka, B(i, j) by pkb and pn_, C(i, j).
   void set_blocks(int i, int j, const Partition1D& pka, const Partition1D& pkb) {
-    pa_ = Piece::block(pm_.start(i), pm_.size(i), pka.start(j), pka.size(j));
-    pb_ = Piece::block(pkb.start(i), pkb.size(i), pn_.start(j), pn_.size(j));
-    pc_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
+    this->piece_a_ = Piece::block(pm_.start(i), pm_.size(i), pka.start(j), pka.size(j));
+    this->piece_b_ = Piece::block(pkb.start(i), pkb.size(i), pn_.start(j), pn_.size(j));
+    this->piece_c_ = Piece::block(pm_.start(i), pm_.size(i), pn_.start(j), pn_.size(j));
   }
 
   // Each of D's communicators (DeviceSpace::comm) over one of its Comms, made once in the bound
@@ -50,7 +47,6 @@ class ClassicalAlgorithm : public AlgorithmBase<D> {
   }
   GemmShape s_;
   Partition1D pm_, pn_;  // m and n over the grid's rows and columns
-  Piece pa_, pb_, pc_;
 };
 
 }  // namespace distmm

@@ -65,12 +65,12 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     // columns, among the pm ranks (*, j, l) and the pk ranks (i, j, *).
     for (int c = 0; c < g_.steps && pm_.size(i_) > 0; ++c) {
       const index_t kc = step_size(l_, c), w = share(kc, g_.pn, j_);
-      if (w > 0) pa_.col_runs.push_back({pk_.start(l_) + step_begin(l_, c) + share_begin(kc, g_.pn, j_), w});
+      if (w > 0) piece_a_.col_runs.push_back({pk_.start(l_) + step_begin(l_, c) + share_begin(kc, g_.pn, j_), w});
     }
-    if (!pa_.col_runs.empty()) pa_.row_runs.push_back({pm_.start(i_), pm_.size(i_)});
+    if (!piece_a_.col_runs.empty()) piece_a_.row_runs.push_back({pm_.start(i_), pm_.size(i_)});
     const Partition1D nb{pn_.size(j_), g_.pm}, nc{pn_.size(j_), g_.pk};
-    pb_ = Piece::block(pk_.start(l_), pk_.size(l_), pn_.start(j_) + nb.start(i_), nb.size(i_));
-    pc_ = Piece::block(pm_.start(i_), pm_.size(i_), pn_.start(j_) + nc.start(l_), nc.size(l_));
+    piece_b_ = Piece::block(pk_.start(l_), pk_.size(l_), pn_.start(j_) + nb.start(i_), nb.size(i_));
+    piece_c_ = Piece::block(pm_.start(i_), pm_.size(i_), pn_.start(j_) + nc.start(l_), nc.size(l_));
   }
 
   std::string name() const override { return "cuboid"; }
@@ -97,21 +97,17 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   double peak_words() const { return cuboid_peak_words(s_, g_); }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int r = 0; r < g_.used(); ++r) {
+    return EstimateAccumulator::over(P_, [&](int r, double& words, double& msgs) {
+      if (r >= g_.used()) return 0.0;  // an idle rank
       auto [i, j, l] = coords(r);
-      const double mi = double(pm_.size(i)), nj = double(pn_.size(j)), kl = double(pk_.size(l));
-      double words = 0, msgs = 0;
       for (int c = 0; c < g_.steps; ++c) {
         const index_t kc = step_size(l, c);
         if (g_.pn > 1) charge(part_counts(kc, g_.pn, pm_.size(i)), j, words, msgs);  // A's k-slice
         if (g_.pm > 1) charge(part_counts(pn_.size(j), g_.pm, kc), i, words, msgs);  // B's k-slice
       }
       if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
-      acc.add(words, msgs, 2 * mi * nj * kl);
-    }
-    for (int r = g_.used(); r < P_; ++r) acc.add(0, 0, 0);  // the idle ranks
-    return acc.done(P_);
+      return 2 * double(pm_.size(i)) * double(pn_.size(j)) * double(pk_.size(l));
+    });
   }
 
   // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
@@ -149,8 +145,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   // are the unpadded ones, as MPI's v-collectives move them on the host) and are compacted by a
   // copy.
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
     if (!active_) return;
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
@@ -283,7 +278,6 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
   static constexpr std::size_t kNoPhase = ~std::size_t(0);
 };
-
 
 // A grid's busiest rank (blocks rounded up): its words, gathered (A and B) and reduced (C), and
 // its predicted seconds from its flops, words and messages (cost_model.hpp). A reduced word

@@ -31,19 +31,16 @@ class Dns final : public ClassicalAlgorithm<Dns> {
   }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < q_; ++i)
-      for (int j = 0; j < q_; ++j)
-        for (int l = 0; l < q_; ++l) {
-          double words = 0, msgs = 0, mi = double(pm_.size(i)), nj = double(pn_.size(j));
-          if (l == 0 && j != 0) words += mi * pk_.size(j), msgs += 1;  // A(i,j) to plane j
-          if (l == 0 && i != 0) words += pk_.size(i) * nj, msgs += 1;  // B(i,j) to plane i
-          if (j != l) words += mi * pk_.size(l), msgs += 1;            // A(i,l) broadcast
-          if (i != l) words += pk_.size(l) * nj, msgs += 1;            // B(l,j) broadcast
-          if (l != 0) words += mi * nj, msgs += 1;                     // reduction onto l = 0
-          acc.add(words, msgs, 2 * mi * nj * double(pk_.size(l)));
-        }
-    return acc.done(q_ * q_ * q_);
+    return EstimateAccumulator::over(q_ * q_ * q_, [&](int r, double& words, double& msgs) {
+      const int i = r / (q_ * q_), j = r / q_ % q_, l = r % q_;
+      const double mi = double(pm_.size(i)), nj = double(pn_.size(j));
+      if (l == 0 && j != 0) words += mi * pk_.size(j), msgs += 1;  // A(i,j) to plane j
+      if (l == 0 && i != 0) words += pk_.size(i) * nj, msgs += 1;  // B(i,j) to plane i
+      if (j != l) words += mi * pk_.size(l), msgs += 1;            // A(i,l) broadcast
+      if (i != l) words += pk_.size(l) * nj, msgs += 1;            // B(l,j) broadcast
+      if (l != 0) words += mi * nj, msgs += 1;                     // reduction onto l = 0
+      return 2 * mi * nj * double(pk_.size(l));
+    });
   }
 
   // This rank's A(i, l) and B(l, j), and off the base plane its partial product.
@@ -54,11 +51,10 @@ class Dns final : public ClassicalAlgorithm<Dns> {
             l != 0 ? std::size_t(mi * nj) * size_of(dt) : 0};
   }
 
-  // One schedule for host and device memory, each step's transfers on the comm lane (DNS has
-  // no steps to overlap: the product needs both broadcasts, and the reduction needs the product).
+  // Each step's transfers on the comm lane (DNS has no steps to overlap: the product needs both
+  // broadcasts, and the reduction needs the product).
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
     const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
     T* a = device_buffer<T>(0);
@@ -103,8 +99,7 @@ class Dns final : public ClassicalAlgorithm<Dns> {
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_dns(const Comm& world, GemmShape s, const AlgoOptions&) {
-  const int q = root_or_error(world.size(), 3, "dns");
-  return std::make_unique<Dns>(world, s, q);
+  return std::make_unique<Dns>(world, s, root_or_error(world.size(), 3, "dns"));
 }
 
 }  // namespace distmm

@@ -103,9 +103,9 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
       p.col_runs = Piece::cyclic_runs(cols, nb_, grid_.col(), pc_);
       return p;  // may hold rows but no columns: PDGEMM's LLD still counts the local rows
     };
-    pa_ = piece(s.m, s.k);
-    pb_ = piece(s.k, s.n);
-    pc_piece_ = piece(s.m, s.n);
+    piece_a_ = piece(s.m, s.k);
+    piece_b_ = piece(s.k, s.n);
+    piece_c_ = piece(s.m, s.n);
   }
 
   std::string name() const override { return "scalapack"; }
@@ -113,9 +113,6 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
     return std::to_string(pr_) + "x" + std::to_string(pc_) + " BLACS grid, nb " +
            std::to_string(nb_);
   }
-  const Piece& piece_a() const override { return pa_; }
-  const Piece& piece_b() const override { return pb_; }
-  const Piece& piece_c() const override { return pc_piece_; }
   bool uses_engine() const override { return false; }
   bool counts_words() const override { return false; }
 
@@ -130,18 +127,16 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
   // PDGEMM's outer-product scheme moves, like SUMMA, every A panel along process rows and
   // every B panel along process columns.
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < pr_; ++i)
-      for (int j = 0; j < pc_; ++j) {
-        double mi = double(Piece::total(Piece::cyclic_runs(s_.m, nb_, i, pr_)));
-        double nj = double(Piece::total(Piece::cyclic_runs(s_.n, nb_, j, pc_)));
-        double ka = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, j, pc_)));
-        double kb = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, i, pr_)));
-        double panels = double((s_.k + nb_ - 1) / nb_);
-        acc.add(mi * (s_.k - ka) + nj * (s_.k - kb),
-                (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0), 2 * mi * nj * double(s_.k));
-      }
-    return acc.done(pr_ * pc_);
+    return EstimateAccumulator::over(pr_ * pc_, [&](int r, double& words, double& msgs) {
+      const int i = r / pc_, j = r % pc_;
+      const double mi = double(Piece::total(Piece::cyclic_runs(s_.m, nb_, i, pr_)));
+      const double nj = double(Piece::total(Piece::cyclic_runs(s_.n, nb_, j, pc_)));
+      const double ka = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, j, pc_)));
+      const double kb = double(Piece::total(Piece::cyclic_runs(s_.k, nb_, i, pr_)));
+      const double panels = double((s_.k + nb_ - 1) / nb_);
+      words = mi * (s_.k - ka) + nj * (s_.k - kb), msgs = (pc_ > 1 ? panels : 0) + (pr_ > 1 ? panels : 0);
+      return 2 * mi * nj * double(s_.k);
+    });
   }
 
   template <class T>
@@ -158,7 +153,6 @@ class Scalapack final : public AlgorithmBase<Scalapack> {
   index_t nb_;
   int pr_, pc_;
   BlacsGrid grid_;
-  Piece pa_, pb_, pc_piece_;
 };
 
 }  // namespace

@@ -14,11 +14,6 @@
 namespace distmm {
 namespace {
 
-struct Panel {
-  index_t k0, width;
-  int owner_col, owner_row;  // grid column holding A's columns, grid row holding B's rows
-};
-
 class Summa final : public ClassicalAlgorithm<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
@@ -67,14 +62,8 @@ class Summa final : public ClassicalAlgorithm<Summa> {
                   bytes(double(total_words(mi, nj, s.k, true)) - home, s.k) <= double(o.device_limit));
       if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
-    // Panels never straddle an owner boundary of A's columns or B's rows.
-    index_t k0 = 0;
-    while (k0 < s.k) {
-      int ja = pka_.owner(k0), ib = pkb_.owner(k0);
-      index_t end = std::min({k0 + width_, pka_.start(ja + 1), pkb_.start(ib + 1)});
-      panels_.push_back({k0, end - k0, ja, ib});
-      k0 = end;
-    }
+    // a_owner: the grid column holding A's columns, b_owner: the grid row holding B's rows
+    panels_ = common_panels(s.k, width_, [&](int j) { return pka_.start(j); }, [&](int i) { return pkb_.start(i); });
   }
 
   std::string name() const override { return "summa"; }
@@ -89,17 +78,14 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   }
 
   CommEstimate analytic() const override {
-    EstimateAccumulator acc;
-    for (int i = 0; i < grid_.dim(0); ++i)
-      for (int j = 0; j < grid_.dim(1); ++j) {
-        double words = 0, msgs = 0;
-        for (const auto& p : panels_) {
-          if (p.owner_col != j) words += double(pm_.size(i)) * p.width, msgs += 1;
-          if (p.owner_row != i) words += double(pn_.size(j)) * p.width, msgs += 1;
-        }
-        acc.add(words, msgs, 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k));
+    return EstimateAccumulator::over(grid_.dim(0) * grid_.dim(1), [&](int r, double& words, double& msgs) {
+      const int i = r / grid_.dim(1), j = r % grid_.dim(1);
+      for (const auto& p : panels_) {
+        if (p.a_owner != j) words += double(pm_.size(i)) * p.width, msgs += 1;
+        if (p.b_owner != i) words += double(pn_.size(j)) * p.width, msgs += 1;
       }
-    return acc.done(grid_.dim(0) * grid_.dim(1));
+      return 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k);
+    });
   }
 
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
@@ -125,12 +111,9 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return gathered_place(which);
   }
 
-  // One schedule for host and device memory: the next panel's broadcasts on the comm lane (MPI's
-  // nonblocking broadcasts on the host, NCCL or MPI through host memory between GPUs) while the
-  // current panel's product runs on the compute lane.
+  // The next panel's broadcasts on the comm lane during the current panel's product (pipeline.hpp).
   template <class T>
-  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                  MatrixView<T> C) {
+  void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
@@ -140,22 +123,22 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     StepOperands<T> ops[2];
 
     auto post = [&](std::size_t t, int slot) {
-      const Panel& p = panels_[t];
+      const KPanel& p = panels_[t];
       StepOperands<T>& o = ops[slot];
-      if (j_ == p.owner_col && (!along_rows || A.ld == mi)) {
+      if (j_ == p.a_owner && (!along_rows || A.ld == mi)) {
         o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
       } else {
-        if (j_ == p.owner_col) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
+        if (j_ == p.a_owner) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
         o.a = abuf[slot], o.lda = mi;
       }
-      if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.owner_col);
-      if (i_ == p.owner_row && !along_cols) {
+      if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.a_owner);
+      if (i_ == p.b_owner && !along_cols) {
         o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
       } else {
-        if (i_ == p.owner_row) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+        if (i_ == p.b_owner) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
         o.b = bbuf[slot], o.ldb = p.width;
       }
-      if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.owner_row);
+      if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.b_owner);
     };
 
     // Operands of panels from `rest_from` on (beyond k_prefix) may still be on their way.
@@ -189,8 +172,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   // Every panel gathered on the comm lane (A's straight into its place, B's through one panel
   // buffer, since its rows are strided in B's column of blocks), then one product.
   template <class T>
-  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
-                          MatrixView<T> C) {
+  void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), k = s_.k;
     const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
@@ -213,18 +195,18 @@ class Summa final : public ClassicalAlgorithm<Summa> {
       // sends at once (on two GPUs both NVLink directions work, not one after the other).
       if (along_rows) {
         for (std::size_t t = t0; t < t1 && !own_a_in_place; ++t)
-          if (const Panel& p = panels_[t]; j_ == p.owner_col)
+          if (const KPanel& p = panels_[t]; j_ == p.a_owner)
             sp.copy(afull + p.k0 * mi, mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
         dev_row_->group_start();
-        for (std::size_t t = t0; t < t1; ++t) dev_row_->broadcast(afull + panels_[t].k0 * mi, mi * panels_[t].width, panels_[t].owner_col);
+        for (std::size_t t = t0; t < t1; ++t) dev_row_->broadcast(afull + panels_[t].k0 * mi, mi * panels_[t].width, panels_[t].a_owner);
         dev_row_->group_end();
       }
       for (std::size_t t = t0; t < t1; ++t) {
-        const Panel& p = panels_[t];
+        const KPanel& p = panels_[t];
         if (along_cols) {
-          if (i_ == p.owner_row) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
-          dev_col_->broadcast(bpanel, p.width * nj, p.owner_row);
-          if (!(b_at_home && i_ == p.owner_row)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
+          if (i_ == p.b_owner) sp.copy(bpanel, p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
+          dev_col_->broadcast(bpanel, p.width * nj, p.b_owner);
+          if (!(b_at_home && i_ == p.b_owner)) sp.copy(bfull + p.k0, k, bpanel, p.width, p.width, nj, Lane::comm);
         }
         step_done(static_cast<int>(t + 1), steps);
       }
@@ -305,14 +287,13 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   Partition1D pka_, pkb_;
   index_t width_ = 512;
   bool whole_k_ = false;  // device-resident, Strassen-like engine: one gathered product
-  std::vector<Panel> panels_;
+  std::vector<KPanel> panels_;
 };
 
 }  // namespace
 
 std::unique_ptr<DistAlgorithm> make_summa(const Comm& world, GemmShape s, const AlgoOptions& o) {
-  const int P = world.size();
-  auto [pr, pc] = grid_2d_for(P, s.m, s.n, o.grid_rows);
+  auto [pr, pc] = grid_2d_for(world.size(), s.m, s.n, o.grid_rows);
   return std::make_unique<Summa>(world, s, o, pr, pc);
 }
 

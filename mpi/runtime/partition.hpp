@@ -22,6 +22,27 @@ struct Partition1D {
   }
 };
 
+// The panels of [0, n) that two partitions of it (a: parts start_a(i), b: start_b(i)) both keep
+// whole, at most `width` wide, each with the part of a and the part of b that hold it: SUMMA's
+// panels, which never straddle an owner of A's columns or of B's rows.
+struct KPanel {
+  index_t k0, width;
+  int a_owner, b_owner;
+};
+template <class StartA, class StartB>
+std::vector<KPanel> common_panels(index_t n, index_t width, StartA start_a, StartB start_b) {
+  std::vector<KPanel> panels;
+  int a = 0, b = 0;
+  for (index_t k0 = 0; k0 < n;) {
+    while (start_a(a + 1) <= k0) ++a;
+    while (start_b(b + 1) <= k0) ++b;
+    const index_t end = std::min({k0 + width, start_a(a + 1), start_b(b + 1)});
+    panels.push_back({k0, end - k0, a, b});
+    k0 = end;
+  }
+  return panels;
+}
+
 // Consecutive global indices [global, global + length) stored at consecutive local indices.
 struct Run {
   index_t global = 0, length = 0;
