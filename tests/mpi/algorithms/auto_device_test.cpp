@@ -135,10 +135,11 @@ TEST(AutoDevice, ASlowLinkChoosesTheFewestWordsAFastOneTheFewestFlops) {
   const double least_flops = std::min(make_algorithm(Algorithm::summa, world, {1000, 1000, 1000}, {})->analytic().flops_max,
                                       make_algorithm(Algorithm::cuboid, world, {1000, 1000, 1000}, {})->analytic().flops_max);
   EXPECT_LE(fast.algo->analytic().flops_max, least_flops * 1.10) << fast.why;
-  // At 7 ranks: SUMMA on all 7 (1000 x 143 x 1000 each) against cuboid's 2 x 3 x 1 with one rank
-  // idle (fewer words, 1/6 of the flops each): the link decides.
+  // At 7 ranks: all 7 busy (1000 x 143 x 1000 each: SUMMA 1 x 7, or cuboid 1 x 7 x 1, which
+  // auto takes where the two tie) against cuboid's 2 x 3 x 1 with one rank idle (fewer words,
+  // 1/6 of the flops each): the link decides.
   if (P == 7) {
-    EXPECT_EQ(fast.name, "summa") << fast.why;
+    EXPECT_LE(fast.algo->analytic().flops_max, 2.0 * 1000 * 143 * 1000) << fast.why;
     write_model(world, path, {{128, 1e13}, {1024, 1e13}}, 1e6, 1e-3, 1e14);
     const Chosen slow7 = choose(world, path, {1000, 1000, 1000}, false);
     EXPECT_EQ(slow7.name, "cuboid") << slow7.why;

@@ -147,7 +147,8 @@ done
 
 # --algo auto (the default) on a streamed run chooses for the stages' products: a square
 # product's 2x2 stages have k twice their sides, where cuboid's split of k moves fewer words than
-# SUMMA (on the whole square product the two tie, and SUMMA is taken); verified in full. Device
+# SUMMA (on the whole square product the two tie, and on a device cuboid is taken:
+# auto_device.cpp); verified in full. Device
 # runs price with the machine file's device section: one like the emulated device's (a core and
 # MPI between ranks; the GPU defaults' 50 TFLOP/s and 20 us would idle a rank at this size).
 echo '{"device": {"device": "emulated (a core)", "link_bytes_per_s": 2e9, "link_latency_s": 5e-6, "memory_bytes_per_s": 5e9,
@@ -159,7 +160,7 @@ if DISTMM_MACHINE_FILE="$tmp/emulated.json" "$mpiexec" -n 2 --oversubscribe "$bi
    grep -q "streamed *4 stages" "$tmp/out" && grep -q "full: PASSED" "$tmp/out" &&
    DISTMM_MACHINE_FILE="$tmp/emulated.json" "$mpiexec" -n 2 --oversubscribe "$bin" run --engine winograd --emulate-device \
      --size 256 --threads 1 >"$tmp/out2" 2>&1 &&
-   grep -q "chosen *auto (device model): summa" "$tmp/out2"; then ok "--algo auto chooses for the streamed stages' products"
+   grep -q "chosen *auto (device model): cuboid" "$tmp/out2"; then ok "--algo auto chooses for the streamed stages' products"
 else bad "--algo auto for streamed stages: $(cat "$tmp/out" "$tmp/out2")"; fi
 
 # The INT8 emulation's host twin (--engine ozaki) on the emulated device at each accuracy target
