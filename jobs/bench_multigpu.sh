@@ -262,7 +262,7 @@ else
     scaling_engines=${SCALING_ENGINES:-"blas winograd"} f32_sizes=${SCALING_F32:-128} f64_sizes=${SCALING_F64:-128}
   else
     scaling_engines=${SCALING_ENGINES:-"cublas gpu-winograd gpu-ozaki gpu-winograd-ozaki"}
-    f32_sizes=${SCALING_F32:-"32768 65536"} f64_sizes=${SCALING_F64:-"32768 49152"}
+    f32_sizes=${SCALING_F32-"32768 65536"} f64_sizes=${SCALING_F64-"32768 49152"}  # (empty: none)
   fi
   if [ -z "${DISTMM_MACHINE_FILE:-}" ] || [ ! -s "$DISTMM_MACHINE_FILE" ]; then
     model_dir=$(mktemp -d)
