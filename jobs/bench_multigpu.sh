@@ -12,7 +12,7 @@
 # MODE=scaling (issue 42, items 1, 2 and 5: every engine on 1, 2, 4 (8) GPUs, one job per machine):
 #   - `distmm calibrate --device` first on all the GPUs, so that --algo auto prices with this
 #     machine's measured model (skipped where DISTMM_MACHINE_FILE names a file already);
-#   - for f64 n in SCALING_F64 ("32768 49152") and f32 n in SCALING_F32 ("32768 65536"): gpu-bench
+#   - for f64 n in SCALING_F64 ("32768 49152") and f32 n in SCALING_F32 ("32768 65536"; empty: none): gpu-bench
 #     on one GPU (cuBLAS and every engine: the one-GPU rates), then on every rank count each
 #     engine of SCALING_ENGINES (cublas gpu-winograd gpu-ozaki gpu-winograd-ozaki) with --algo
 #     auto, summa and cuboid (each run verified, Freivalds), and, where JAX imports with GPUs,
