@@ -4,6 +4,9 @@
 //      (scaled by a power of two, so f64 cannot overflow), the mean binary exponent of the
 //      nonzero entries and a NaN/Inf flag; the largest "deficit" (log2 norm - mean exponent)
 //      over all of them goes to the host, which picks the moduli count N;
+//      where the spread's bound leaves room, the |A||B|-aware bound (ozaki_accuracy.hpp) reads
+//      one more INT8 product: the magnitudes floored to 7 bits (to_slices<Magnitude>), their
+//      exact product over a prefix of k or all of it, and product_ratios' largest X and Y;
 //   2. exponents: e_i, f_j, the largest shifts with 2^e ||a_i|| + sqrt(k) / 2 <= T;
 //   3. to_slices: the scaled, rounded integers reduced to the N symmetric int8 residues, written
 //      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -72,14 +76,17 @@ struct Parts<std::complex<R>> {
 };
 
 struct OuterStat {
-  double s;  // ||x||_2 = s 2^E
-  int E;     // ilogb of the largest |component|
+  double s;   // ||x||_2 = s 2^E
+  double l1;  // ||x||_1 = l1 2^E
+  int E;      // ilogb of the largest |component|
   int pad;
 };
 struct Flags {
   unsigned max_deficit;  // float bits of the largest deficit (>= 0, so they order as integers)
   unsigned max_spread;   // float bits of the largest spread (log2 norm - smallest exponent)
+  unsigned max_l2_linf;  // float bits of the largest ||x||_2 / ||x||_inf
   int nonfinite;
+  unsigned long long X, Y;  // double bits of product_ratios' largest X and Y (flags[0] only)
 };
 
 // Element (h, o) of op(X) as stored: k-contiguous (X[h + o ld]) or outer-contiguous (X[o + h ld]).
@@ -99,7 +106,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   const int tx = threadIdx.x, ty = threadIdx.y;
   const index_t o = KContig ? blockIdx.x * index_t(16) + ty : blockIdx.x * index_t(32) + tx;
   const int lane = KContig ? tx : ty, lanes = KContig ? 32 : 16;
-  __shared__ double smax[16][33], ssum[16][33];
+  __shared__ double smax[16][33], ssum[16][33], sl1[16][33];
   __shared__ long long slog[16][33];
   __shared__ int snnz[16][33], sbad[16][33], semin[16][33];
   const int r = KContig ? ty : ty, c = KContig ? tx : tx;  // shared slot of this thread
@@ -137,23 +144,25 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   reduce(semin, [](int a, int b) { return min(a, b); });
   const double omax = KContig ? smax[r][0] : smax[0][c];
   const int E = omax > 0 ? ilogb(omax) : 0;
-  double sum = 0;
+  double sum = 0, l1 = 0;
   if (o < O)
     for (index_t h = lane; h < K; h += lanes) {
       const T x = X[at<KContig>(h, o, ld)];
       for (int p = 0; p < P::count; ++p) {
         const double a = ldexp(P::get(x, p), -E);
-        if (isfinite(a)) sum += a * a;
+        if (isfinite(a)) sum += a * a, l1 += fabs(a);
       }
     }
   __syncthreads();
-  ssum[r][c] = sum;
+  ssum[r][c] = sum, sl1[r][c] = l1;
   __syncthreads();
   reduce(ssum, [](double a, double b) { return a + b; });
+  reduce(sl1, [](double a, double b) { return a + b; });
   if (o < O && lane == 0) {
     const int i = KContig ? r : 0, j = KContig ? 0 : c;
     const double s = sqrt(ssum[i][j]);
-    st[o] = OuterStat{s, E, 0};
+    st[o] = OuterStat{s, sl1[i][j], E, 0};
+    if (omax > 0) atomicMax(&flags->max_l2_linf, __float_as_uint(float(s / ldexp(omax, -E))));
     const int n = snnz[i][j];
     if (sbad[i][j]) atomicOr(&flags->nonfinite, 1);
     if (n > 0) {
@@ -165,11 +174,12 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   }
 }
 
-// e_o: the largest shift with ||x_o|| 2^e <= bound (a zero row keeps 0).
-__global__ void exponents(index_t O, const OuterStat* st, double bound, int* e) {
+// e_o: the largest shift with ||x_o|| 2^e <= bound (a zero row keeps 0); magnitude (the
+// |A||B|-aware bound's product): the shift that brings the row's entries below 2^7.
+__global__ void exponents(index_t O, const OuterStat* st, double bound, bool magnitude, int* e) {
   const index_t o = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
   if (o >= O) return;
-  e[o] = ozaki::scale_exponent(st[o].s, st[o].E, bound);
+  e[o] = magnitude ? ozaki::magnitude_exponent(st[o].s, st[o].E) : ozaki::scale_exponent(st[o].s, st[o].E, bound);
 }
 
 // Slices: slice l holds the residues mod m_l, element (h, o) at dst[l * stride + h + o * Kp];
@@ -182,16 +192,19 @@ struct SliceOut {
   int N;
 };
 
-template <class T>
+// The scaled entry rounded to an integer, or (Magnitude) |entry| 2^e floored: in [0, 127], its
+// own residue mod 256, so one "slice" holds it.
+template <bool Magnitude, class T>
 __device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj) {
   double v = ldexp(Parts<T>::get(x, p), e);
+  if (Magnitude) return (long long)floor(fabs(v));
   if (conj && p == 1) v = -v;
   return __double2ll_rn(v);
 }
 
 // k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
 // slice; h in [K, Kp) is written as zeros.
-template <class T>
+template <class T, bool Magnitude>
 __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, bool conj,
                                   const int* e, SliceOut out) {
   const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
@@ -201,7 +214,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
     for (int p = 0; p < Parts<T>::count; ++p) {
       long long v[4];
       for (int t = 0; t < 4; ++t)
-        v[t] = h0 + t < K ? scaled(X[h0 + t + o * ld], p, eo, conj) : 0;
+        v[t] = h0 + t < K ? scaled<Magnitude>(X[h0 + t + o * ld], p, eo, conj) : 0;
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
@@ -214,7 +227,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
 }
 
 // Outer-contiguous operands: a 32 x 32 tile read along o (coalesced), written along h.
-template <class T>
+template <class T, bool Magnitude>
 __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O, const T* X, index_t ld,
                                                            bool conj, const int* e, SliceOut out) {
   __shared__ long long tile[2][32][33];
@@ -227,7 +240,7 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
       const index_t h = h0 + r;
       const bool in = o < O && h < K;
       for (int p = 0; p < Parts<T>::count; ++p)
-        tile[p][r][tx] = in ? scaled(X[o + h * ld], p, eo, conj) : 0;
+        tile[p][r][tx] = in ? scaled<Magnitude>(X[o + h * ld], p, eo, conj) : 0;
     }
   }
   __syncthreads();
@@ -265,6 +278,26 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
       R[m * n + i + j * m] = uint8_t(ozaki::fold<mod>(im, y));
     }
   }
+}
+
+// The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
+// S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR).
+template <bool Complex>
+__global__ void product_ratios(index_t m, index_t w, const int* C, index_t ldc, const OuterStat* sa,
+                               const OuterStat* sb, long long kk, Flags* flags) {
+  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  double X = 0, Y = 0;
+  for (index_t j = blockIdx.y; j < w; j += gridDim.y)
+    for (int p = 0; p < (Complex ? 2 : 1); ++p) {
+      const long long S = !Complex ? C[i + j * ldc]
+                          : p == 0 ? (long long)C[i + j * ldc] + C[(i + m) + (j + w) * ldc]
+                                   : (long long)C[i + (j + w) * ldc] + C[(i + m) + j * ldc];
+      const ozaki::ProductTerms t = ozaki::product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
+      X = fmax(X, t.X), Y = fmax(Y, t.Y);
+    }
+  atomicMax(&flags->X, (unsigned long long)__double_as_longlong(X));
+  atomicMax(&flags->Y, (unsigned long long)__double_as_longlong(Y));
 }
 
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
@@ -559,10 +592,105 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return ozaki::Spread{double(r), double(d)};
   };
 
+  // Workspace for N slices over kq of k: all of n if it fits in what the device has free,
+  // else column panels (nullopt: not even panels of 16 fit).
+  const std::size_t free_now = [] {
+    std::size_t f = 0, t = 0;
+    cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+    return f;
+  }();
+  const std::size_t budget = std::size_t(double(free_now + im.work.size()) * 0.9);
+  auto fit = [&](index_t kq, int NN) -> std::optional<Sizes> {
+    index_t nb = n;
+    Sizes zz = sizes_for(m, n, kq, cplx, NN, nb);
+    while (zz.total > budget && nb > 16) {
+      nb = round_up(nb / 2, 16);
+      zz = sizes_for(m, n, kq, cplx, NN, nb);
+    }
+    if (zz.total > budget) return std::nullopt;
+    im.work.reserve(zz.total);
+    return zz;
+  };
+  struct Work {
+    int8_t *a, *b;
+    int* c32;
+  };
+  auto carve = [&](const Sizes& zz) {
+    int8_t* a = reinterpret_cast<int8_t*>(im.work.get());
+    return Work{a, a + zz.slices_a, reinterpret_cast<int*>(a + zz.slices_a + zz.slices_b)};
+  };
+  // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
+  // one slice of magnitudes); the stacked rows past parts * O are zero.
+  auto slices = [&](bool magnitude, const Sizes& zz, int NN, index_t kq, bool kcontig, index_t O, const T* X,
+                    index_t ld, bool conj, const int* e, int8_t* dst, index_t Op) {
+    SliceOut out{dst, std::size_t(zz.Kp) * Op, zz.Kp, O, NN};
+    if (Op > parts * O)
+      for (int l = 0; l < NN; ++l)
+        cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * zz.Kp, 0,
+                                   std::size_t(Op - parts * O) * zz.Kp, s), "memset");
+    if (kcontig) {
+      const dim3 grid(unsigned((zz.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
+      if (magnitude) to_slices_kcontig<T, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+      else to_slices_kcontig<T, false><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+    } else {
+      const dim3 grid(unsigned(zz.Kp / 32 + (zz.Kp % 32 != 0)), unsigned((O + 31) / 32));
+      if (magnitude) to_slices_transpose<T, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+      else to_slices_transpose<T, false><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+    }
+    cuda_check(cudaGetLastError(), "slice kernel");
+  };
+  // The INT8 products' plans (a full panel's and the last one's), made before anything is
+  // written, so that a shape cuBLASLt cannot do is declined with C untouched.
+  auto planned = [&](const Sizes& zz, const Work& wk) -> std::string {
+    for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb})
+      if (!im.plan(s, zz.OpA, round_up(parts * w, 16), zz.Kp, wk.a, wk.b, wk.c32))
+        return "cuBLASLt offers no INT8 GEMM for " + std::to_string(zz.OpA) + " x " +
+               std::to_string(round_up(parts * w, 16)) + " x " + std::to_string(zz.Kp);
+    return "";
+  };
+  const index_t kk = k * parts;  // entries per stacked row, for the rounding term
+
+  // The |A||B|-aware statistics over the first `prefix` stacked entries (ozaki_accuracy.hpp):
+  // the magnitudes' slices, their INT8 product panel by panel, the largest ratios.
+  auto product = [&](long long prefix) -> ozaki::ProductStats {
+    const index_t kq = index_t(prefix) / parts;
+    const std::optional<Sizes> zq = fit(kq, 1);
+    if (!zq) return {};
+    const Work wk = carve(*zq);
+    if (!planned(*zq, wk).empty()) return {};
+    exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, 0, true, ea);
+    exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, 0, true, eb);
+    slices(true, *zq, 1, kq, a_kcontig, m, A, lda, false, ea, wk.a, zq->OpA);
+    for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
+      const index_t w = std::min(zq->nb, n - j0), OpB = round_up(parts * w, 16);
+      slices(true, *zq, 1, kq, b_kcontig, w, B + (b_kcontig ? j0 * ldb : j0), ldb, false, eb + j0, wk.b, OpB);
+      im.int8_gemm(s, zq->OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
+      const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+      if (cplx) product_ratios<true><<<grid, 256, 0, s>>>(m, w, wk.c32, zq->OpA, sa, sb + j0, kk, flags);
+      else product_ratios<false><<<grid, 256, 0, s>>>(m, w, wk.c32, zq->OpA, sa, sb + j0, kk, flags);
+      cuda_check(cudaGetLastError(), "product ratios kernel");
+    }
+    cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
+    cuda_check(cudaStreamSynchronize(s), "sync");
+    ozaki::ProductStats ps;
+    std::memcpy(&ps.X, &im.flags_host.get()->X, sizeof ps.X);
+    std::memcpy(&ps.Y, &im.flags_host.get()->Y, sizeof ps.Y);
+    ps.prefix = prefix;
+    cuda_check(cudaMemsetAsync(&flags->X, 0, 2 * sizeof(unsigned long long), s), "memset");
+    clock.mark("|A||B| bound", s);
+    return ps;
+  };
+
   // 2. N from the accuracy rule (ozaki_accuracy.hpp).
   const bool single = std::is_same_v<R, float>;
-  const index_t kk = k * parts;  // entries per stacked row, for the rounding term
-  const ozaki::Choice choice = ozaki::choose(accuracy_, single, spread(f[0]), spread(f[1]), kk, levels_above_, forced_);
+  auto l2_linf = [](const Flags& g) {
+    float r;
+    std::memcpy(&r, &g.max_l2_linf, sizeof r);
+    return double(r);
+  };
+  const ozaki::Choice choice = ozaki::choose_with_product(accuracy_, single, spread(f[0]), spread(f[1]), kk,
+                                                          levels_above_, forced_, l2_linf(f[0]) + l2_linf(f[1]),
+                                                          product);
   if (choice.N == 0) return choice.why;
   const int N = choice.N;
   const double bound = scale_bound(N, kk);
@@ -570,58 +698,30 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return std::to_string(N) + " moduli keep fewer than 4 bits per entry at k = " + std::to_string(k) +
            ": use more moduli";
   if (dry_run) return "";
-  exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, ea);
-  exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, eb);
+  exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, false, ea);
+  exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, false, eb);
   cuda_check(cudaGetLastError(), "exponents kernel");
 
-  // 3. workspace: all of n if it fits in what the device has free, else column panels.
-  std::size_t free_b = 0, total_b = 0;
-  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  const std::size_t budget = std::size_t(double(free_b + im.work.size()) * 0.9);
-  index_t nb = n;
-  Sizes z = sizes_for(m, n, k, cplx, N, nb);
-  while (z.total > budget && nb > 16) {
-    nb = round_up(nb / 2, 16);
-    z = sizes_for(m, n, k, cplx, N, nb);
-  }
-  if (z.total > budget)
-    return "workspace: " + std::to_string(z.total >> 20) + " MiB needed even in column panels of 16, " +
-           std::to_string(budget >> 20) + " MiB free";
-  im.work.reserve(z.total);
-  unsigned char* const base = im.work.get();
-  int8_t* slices_a = reinterpret_cast<int8_t*>(base);
-  int8_t* slices_b = slices_a + z.slices_a;
-  int* c32 = reinterpret_cast<int*>(slices_b + z.slices_b);
+  // 3. workspace
+  const std::optional<Sizes> fitted = fit(k, N);
+  if (!fitted)
+    return "workspace: " + std::to_string(sizes_for(m, n, k, cplx, N, 16).total >> 20) +
+           " MiB needed even in column panels of 16, " + std::to_string(budget >> 20) + " MiB free";
+  const Sizes z = *fitted;
+  const index_t nb = z.nb;
+  const Work wk = carve(z);
+  int8_t* slices_a = wk.a;
+  int8_t* slices_b = wk.b;
+  int* c32 = wk.c32;
   uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + 2 * z.c32);
-  // The INT8 products' plans (a full panel's and the last one's), made before anything is
-  // written, so that a shape cuBLASLt cannot do is declined with C untouched.
-  for (index_t w : {nb, n - (n - 1) / nb * nb})
-    if (!im.plan(s, z.OpA, round_up(parts * w, 16), z.Kp, slices_a, slices_b, c32))
-      return "cuBLASLt offers no INT8 GEMM for " + std::to_string(z.OpA) + " x " +
-             std::to_string(round_up(parts * w, 16)) + " x " + std::to_string(z.Kp);
+  if (std::string why = planned(z, wk); !why.empty()) return why;
   // (serial under the profile, so that each pass's time is its own)
   const bool overlap = !clock.on;
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;
 
-  // 4. A's slices once; the stacked rows past parts * m are zero.
-  auto slices = [&](bool kcontig, index_t O, const T* X, index_t ld, bool conj, const int* e,
-                    int8_t* dst, index_t Op) {
-    SliceOut out{dst, std::size_t(z.Kp) * Op, z.Kp, O, N};
-    if (Op > parts * O)
-      for (int l = 0; l < N; ++l)
-        cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * z.Kp, 0,
-                                   std::size_t(Op - parts * O) * z.Kp, s), "memset");
-    if (kcontig) {
-      const dim3 grid(unsigned((z.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
-      to_slices_kcontig<T><<<grid, 128, 0, s>>>(k, O, X, ld, conj, e, out);
-    } else {
-      const dim3 grid(unsigned(z.Kp / 32 + (z.Kp % 32 != 0)), unsigned((O + 31) / 32));
-      to_slices_transpose<T><<<grid, dim3(32, 8), 0, s>>>(k, O, X, ld, conj, e, out);
-    }
-    cuda_check(cudaGetLastError(), "slice kernel");
-  };
+  // 4. A's slices once.
   clock.mark("exponents+alloc", s);
-  slices(a_kcontig, m, A, lda, ta == Op::C && cplx, ea, slices_a, z.OpA);
+  slices(false, z, N, k, a_kcontig, m, A, lda, ta == Op::C && cplx, ea, slices_a, z.OpA);
   clock.mark("slices A", s);
 
   const ozaki::Crt crt = ozaki::crt_constants(N);
@@ -634,7 +734,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     const index_t w = std::min(nb, n - j0);
     const index_t OpB = round_up(parts * w, 16);
     const T* Bj = B + (b_kcontig ? j0 * ldb : j0);
-    slices(b_kcontig, w, Bj, ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
+    slices(false, z, N, k, b_kcontig, w, Bj, ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
     clock.mark("slices B", s);
     const std::size_t plane = std::size_t(parts) * m * w;
     for (int l = 0; l < N; ++l) {

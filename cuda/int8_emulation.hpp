@@ -11,7 +11,8 @@
 // The only roundings are that of A and B to A', B' and the final conversion, so the error
 // shrinks with the bits each operand keeps: N is the fewest moduli whose rigorous entrywise
 // bound |C - AB| <= c |A||B| meets the accuracy target (ozaki_accuracy.hpp, docs/accuracy.md):
-// native (c <= gamma_k, the native routine's own bound), a relative error, or max (the earlier
+// native (c <= sqrt(K) u, the native routine's typical error; c from the rows' exponent spread
+// or, where it lowers N, from one more INT8 product bounding |A||B|), a relative error, or max (the earlier
 // rule: half the native normwise error, and 16 (f32) or 45 (f64) bits kept by the entry at each
 // row's and column's geometric mean). Where no N <= 16 will do (or the inputs hold NaN or Inf)
 // the call is declined and the caller runs the native product.

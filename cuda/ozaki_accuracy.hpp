@@ -18,11 +18,27 @@
 // Since the scaling e_i is the largest with 2^e_i ||a_i|| <= T', E_i + e_i >= floor(log2 T' -
 // 1 - d_i) + 1, so the rule needs only T' (from N) and the largest spread of each operand.
 //
-// Targets: native: c <= gamma_K = K u / (1 - K u), u the native routine's unit roundoff and K
-// the terms of each real inner product (k, 2k for complex): the bound every native GEMM meets in
-// any summation order, with or without FMA (Higham, Accuracy and Stability of Numerical
-// Algorithms, 2nd ed., eq. 3.13). relative eps: c <= eps. max: today's rule (required_bits),
-// with its c reported but not targeted.
+// A second, usually much tighter bound reads the operands' own |A||B| (ProductStats): with
+// |a'_ih - 2^e_i a_ih| <= 1/2 and 2^-(e_i + 1) < ||a_i||_2 / T' (e_i the largest with
+// 2^e_i ||a_i||_2 <= T'),
+//   |C_ij - P_ij| <= (||a_i||_2 ||b_j||_1 + ||b_j||_2 ||a_i||_1) / T' + kk ||a_i||_2 ||b_j||_2 / T'^2
+// before the output's rounding, and dividing by a lower bound L_ij <= (|A||B|)_ij (one INT8
+// product of the operands' magnitudes floored to 7 bits, exact in int32) gives
+// c <= X / T' + Y / T'^2 (+ the output's rounding), X and Y the largest ratios over i, j. It
+// does not see the smallest entries (their truncation weighs as little as they do), so for
+// uniform inputs it needs about half the bits the spread's bound needs. It costs one INT8
+// product (a quarter of one where a prefix of k suffices) and is computed only where it can
+// lower N (choose_with_product).
+//
+// Targets: native: c <= sqrt(K) u, u the native routine's unit roundoff and K the terms of each
+// real inner product (k, 2k for complex): the emulation's guaranteed error is then no larger
+// than the native routine's typical one (Higham and Mary, SIAM J. Sci. Comput. 41(5), 2019: with
+// independent rounding errors |C - AB| <= lambda sqrt(K) u |A||B| with high probability), and
+// sqrt(K) times below the bound every native GEMM meets in any summation order,
+// gamma_K = K u / (1 - K u) (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed.,
+// eq. 3.13). A target at gamma_K alone would let the measured error exceed the native one's
+// by two orders of magnitude (docs/accuracy.md). relative eps: c <= eps. max: today's rule
+// (required_bits), with its c reported but not targeted.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -112,21 +128,47 @@ inline double entrywise_bound(int N, long long kk, const Spread& a, const Spread
   return (ra + rb + ra * rb + u * (1 + ra) * (1 + rb)) * (1 + 0x1p-50);
 }
 
+// The |A||B|-aware statistics: X, Y as above over a prefix of k (prefix < kk
+// where only that much of |A||B| was summed: still a lower bound, so still rigorous); not
+// computed: infinite.
+struct ProductStats {
+  double X = INFINITY, Y = INFINITY;
+  long long prefix = 0;
+};
+// The computed norms carry relative errors near kk 2^-53; the ratios are taken this much larger.
+constexpr double kProductMargin = 1 + 0x1p-20;
+
+inline double product_bound(int N, long long kk, const ProductStats& p, bool single) {
+  const double Tp = scale_bound(N, kk);
+  if (!(Tp >= 1) || !std::isfinite(p.X) || !std::isfinite(p.Y)) return INFINITY;
+  const double t = kProductMargin * (p.X / Tp + p.Y / (Tp * Tp));
+  return (t + output_roundoff(single) * (1 + t)) * (1 + 0x1p-50);
+}
+
+// The native routine's typical error, sqrt(K) u (see the header).
+inline double native_target(long long kk, bool single) { return std::sqrt(double(kk)) * unit_roundoff(single); }
+
 // The rule's answer for one product.
 struct Choice {
   int N = 0;            // moduli; 0: no N <= kMaxModuli meets the target (run natively)
   double bound = 0;     // c: |C - P| <= c (|A||B|) entrywise (per real component for complex)
-  double target = 0;    // what c had to meet (native: gamma_K; max: none, 0)
+  double target = 0;    // what c had to meet (native: sqrt(K) u; max: none, 0)
   const char* scaling = "fast";  // row and column powers of two from their 2-norms (Cauchy-Schwarz)
+  long long product_k = 0;       // > 0: the bound read |A||B| summed over this many of k's terms
   std::string why;      // when N = 0
 };
 
 // N and the bound for target `acc`; `forced` > 0 fixes N (--moduli) and reports its bound;
 // levels_above: the product is a leaf under that many Strassen-like levels (only `max` reads it:
-// the other targets hold per product).
+// the other targets hold per product); `prod`: the |A||B|-aware statistics where computed.
 inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,
-                     int levels_above = 0, int forced = 0) {
+                     int levels_above = 0, int forced = 0, const ProductStats& prod = {}) {
   Choice c;
+  auto bound_of = [&](int N) {
+    const double spread = entrywise_bound(N, kk, a, b, single), product = product_bound(N, kk, prod, single);
+    if (product < spread) c.product_k = prod.prefix;
+    return std::fmin(spread, product);
+  };
   if (forced > 0 || acc.kind == Accuracy::max) {
     c.N = forced > 0 ? forced
                      : fewest_moduli(required_bits(single, std::fmax(a.mean_deficit, b.mean_deficit), levels_above), kk);
@@ -138,29 +180,58 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
       c.why = why;
       return c;
     }
-    c.bound = entrywise_bound(c.N, kk, a, b, single);
+    c.bound = bound_of(c.N);
     return c;
   }
-  c.target = acc.kind == Accuracy::native ? gamma(kk, unit_roundoff(single)) : acc.eps;
+  c.target = acc.kind == Accuracy::native ? native_target(kk, single) : acc.eps;
   for (int N = 2; N <= kMaxModuli; ++N) {
-    const double bound = entrywise_bound(N, kk, a, b, single);
+    c.product_k = 0;
+    const double bound = bound_of(N);
     if (bound <= c.target) {
       c.N = N, c.bound = bound;
       return c;
     }
   }
+  c.product_k = 0;
   char why[200];
   std::snprintf(why, sizeof why,
                 "accuracy %s out of reach: spreads of %.0f and %.0f bits leave %.2g with %d moduli, above %.2g",
-                accuracy_name(acc).c_str(), a.min_deficit, b.min_deficit,
-                entrywise_bound(kMaxModuli, kk, a, b, single), kMaxModuli, c.target);
+                accuracy_name(acc).c_str(), a.min_deficit, b.min_deficit, bound_of(kMaxModuli), kMaxModuli,
+                c.target);
   c.why = why;
   return c;
 }
 
+// choose() with the |A||B|-aware statistics computed only where they can lower N, the same
+// decisions on the GPU and the host twin. `x_lower` = max_i ||a_i||_2 / ||a_i||_inf +
+// max_j ||b_j||_2 / ||b_j||_inf, a lower bound of X (|A||B|_ij <= ||a_i||_inf ||b_j||_1 and
+// <= ||a_i||_1 ||b_j||_inf), gives the fewest moduli the product could allow; `product(prefix)`
+// computes the statistics over the first `prefix` of the kk stacked terms (a multiple of 2 for
+// complex operands). A quarter of k is tried first
+// where four times x_lower would still allow that fewest N (|A||B| over a quarter of k is about
+// a quarter of it for inputs of like-sized entries), all of k where it falls short.
+template <class Product>
+Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,
+                           int levels_above, int forced, double x_lower, Product&& product) {
+  Choice c = choose(acc, single, a, b, kk, levels_above, forced);
+  if (forced > 0 || acc.kind == Accuracy::max || !std::isfinite(x_lower)) return c;
+  auto fewest = [&](double X) { return choose(acc, single, {INFINITY, 0}, {INFINITY, 0}, kk, 0, 0, {X, 0, kk}).N; };
+  const int least = fewest(x_lower);
+  if (least == 0 || (c.N > 0 && c.N <= least)) return c;
+  auto better = [&](long long prefix) {
+    const Choice p = choose(acc, single, a, b, kk, levels_above, forced, product(prefix));
+    const bool lower = p.N > 0 && (c.N == 0 || p.N < c.N);
+    if (lower) c = p;
+    return lower && p.N == least;
+  };
+  if (kk >= 1024 && fewest(4 * x_lower) == least && better(kk / 8 * 2)) return c;
+  better(kk);
+  return c;
+}
+
 // What an emulation's calls so far did, for describe() and the report (the GPU's and the host
-// twin's): "accuracy native, 8 moduli, fast scaling, bound 5.2e-04 |A||B| (target 9.8e-04),
-// 3 products (1 run natively: NaN or Inf among the operands)".
+// twin's): "accuracy native, 7 moduli, fast scaling, bound 8.2e-07 |A||B| (target 3.3e-06),
+// 3 products, 2 bounded from their |A||B| (1 run natively: NaN or Inf among the operands)".
 struct Tally {
   long long calls = 0;      // products emulated
   long long fallbacks = 0;  // products declined (run natively)
@@ -168,6 +239,7 @@ struct Tally {
   double max_bound = 0;       // the largest entrywise bound c (|C - AB| <= c |A||B|) of the calls
   double target = 0;          // what c had to meet (0: none, accuracy max or forced moduli)
   const char* scaling = "";   // the scaling mode the rule chose
+  long long product_calls = 0;  // products whose bound read the operands' |A||B|
   std::string last_fallback;  // why the last declined product was declined
 
   // One emulated product (or k-chunk) with the rule's choice.
@@ -176,6 +248,7 @@ struct Tally {
     max_moduli = std::max(max_moduli, c.N);
     max_bound = std::fmax(max_bound, c.bound);
     target = c.target, scaling = c.scaling;
+    product_calls += c.product_k > 0;
   }
   void declined(std::string why) {
     ++fallbacks;
@@ -196,6 +269,7 @@ struct Tally {
         t += b;
       }
       t += ", " + std::to_string(calls) + " products";
+      if (product_calls > 0) t += ", " + std::to_string(product_calls) + " bounded from their |A||B|";
     }
     if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
     return t;

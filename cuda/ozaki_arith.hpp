@@ -165,6 +165,24 @@ DISTMM_HD int scale_exponent(double s, int E, double bound) {
   return x;
 }
 
+// The |A||B|-aware bound's terms for one entry (ozaki_accuracy.hpp, ProductStats): row i of
+// op(A) with ||a_i||_2 = sa 2^Ea, ||a_i||_1 = la 2^Ea, column j of op(B) alike (sb, lb, Eb), and
+// S the exact integer sum over h of floor(|a_ih| 2^(6 - Ea)) floor(|b_hj| 2^(6 - Eb)), so that
+// L = S 2^(Ea + Eb - 12) <= (|A||B|)_ij. Then X = (||a_i||_2 ||b_j||_1 + ||b_j||_2 ||a_i||_1) / L
+// and Y = kk ||a_i||_2 ||b_j||_2 / L, the powers of two cancelling; both 0 where a_i or b_j is
+// zero (no error), infinite where L is 0 but |A||B| may not be.
+struct ProductTerms {
+  double X, Y;
+};
+DISTMM_HD ProductTerms product_terms(double sa, double la, double sb, double lb, long long S, long long kk) {
+  if (sa == 0 || sb == 0) return {0, 0};
+  if (S <= 0) return {INFINITY, INFINITY};
+  const double L = double(S) * 0x1p-12;
+  return {(sa * lb + sb * la) / L, double(kk) * sa * sb / L};
+}
+// The exponent that maps a row's entries below 2^7: floor(|x| 2^g) <= 127 for |x| < 2^(E + 1).
+DISTMM_HD int magnitude_exponent(double s, int E) { return s == 0 ? 0 : 6 - E; }
+
 // log2 M for N moduli.
 inline double log2_product(int N) {
   double s = 0;

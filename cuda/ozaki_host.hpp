@@ -25,6 +25,7 @@ namespace distmm::ozaki {
 // What one host product did: N, the rule's choice, or why it was declined (C untouched).
 struct HostResult {
   Choice choice;
+  ProductStats product;  // the last |A||B|-aware statistics computed (none: infinite)
   bool emulated() const { return choice.N > 0 && choice.why.empty(); }
 };
 
@@ -39,7 +40,7 @@ double part(const T& x, int p) {
 // The statistics of one row of op(A) or column of op(B) (outer_stats): the largest |entry|'s
 // exponent E, s = ||x||_2 2^-E, the mean and the smallest exponent of the nonzero entries.
 struct Outer {
-  double s = 0;
+  double s = 0, l1 = 0, mx = 0;  // ||x||_2, ||x||_1 and ||x||_inf, times 2^-E
   int E = 0;
   bool bad = false;
   float deficit = 0, spread = 0;  // float, as the GPU keeps them
@@ -61,7 +62,7 @@ Outer outer(index_t K, int parts, Get&& get) {
   for (index_t h = 0; h < K; ++h)
     for (int p = 0; p < parts; ++p) {
       const double a = std::ldexp(get(h, p), -o.E);
-      if (std::isfinite(a)) sum += a * a;
+      if (std::isfinite(a)) sum += a * a, o.l1 += std::fabs(a), o.mx = std::fmax(o.mx, std::fabs(a));
     }
   o.s = std::sqrt(sum);
   if (nnz > 0) {
@@ -131,7 +132,31 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
   }
   const bool single = std::is_same_v<R, float>;
   const long long kk = k * parts;
-  res.choice = choose(acc, single, spa, spb, kk, levels_above, forced);
+  // The |A||B|-aware statistics: magnitudes floored to 7 bits, exact sums over the first
+  // `prefix` stacked entries; complex: per component, Re from |Re a||Re b| + |Im a||Im b|, Im
+  // from |Re a||Im b| + |Im a||Re b|.
+  auto x_lower = [](const std::vector<Outer>& st) {
+    double x = 0;
+    for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? o.s / o.mx : 0);
+    return x;
+  };
+  auto product = [&](long long prefix) {
+    ProductStats ps{0, 0, prefix};
+    auto floor7 = [](double x, const Outer& o) {
+      return (long long)std::floor(std::ldexp(std::fabs(x), magnitude_exponent(o.s, o.E)));
+    };
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < m; ++i)
+        for (int c = 0; c < parts; ++c) {  // the output's component
+          long long S = 0;
+          for (index_t h = 0; h < prefix / parts; ++h)
+            for (int p = 0; p < parts; ++p) S += floor7(a_at(i, h, p), sa[i]) * floor7(b_at(h, j, p ^ c), sb[j]);
+          const ProductTerms t = product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
+          ps.X = std::fmax(ps.X, t.X), ps.Y = std::fmax(ps.Y, t.Y);
+        }
+    return res.product = ps;
+  };
+  res.choice = choose_with_product(acc, single, spa, spb, kk, levels_above, forced, x_lower(sa) + x_lower(sb), product);
   const int N = res.choice.N;
   if (N == 0) return res;
   const double bound = scale_bound(N, kk);

@@ -5,9 +5,10 @@
 // B = I - u v^T / (1 + v^T u), and uniform ones; f32, f64, c32, c64; targets native, 1e-4 /
 // 1e-10 and max. For every entry: the measured error (against a __float128 reference) at most
 // the rule's bound c (|A||B|)_ij, and c at most the target; for native, the target is the native
-// routine's own bound gamma_K (|A||B|)_ij, which OpenBLAS's product on the same inputs is also
-// checked against. Fewer moduli than the rule picks break the target on these inputs, so the
-// check can fail.
+// routine's typical error sqrt(K) u (|A||B|)_ij, below its own bound gamma_K (|A||B|)_ij, which
+// OpenBLAS's product on the same inputs is also checked against. Fewer moduli than the rule
+// picks break the target on these inputs, so the check can fail. The |A||B|-aware bound (one
+// more product) is checked alike, and that it lowers N where the spread's bound cannot.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +48,7 @@ void check_rule(index_t m, index_t n, index_t k, unsigned seed) {
     std::vector<T> Cn(m * n, T(0));
     blas_gemm<T>(Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), Cn.data(), m);
     const double native_err = worst_ratio(Cn, e), gamma_k = gamma(kk, unit_roundoff(single));
+    const double native = native_target(kk, single);
     EXPECT_LE(native_err, gamma_k) << p.name;
     for (const Target& t : targets) {
       std::vector<T> C(m * n, T(0));
@@ -63,8 +65,8 @@ void check_rule(index_t m, index_t n, index_t k, unsigned seed) {
       // the measured error within the bound (plus the reference's own rounding, far below it)
       EXPECT_LE(err, r.choice.bound * (1 + 1e-6) + 1e-30) << what;
       if (t.acc.kind == Accuracy::native) {
-        EXPECT_LE(r.choice.bound, gamma_k) << what;
-        EXPECT_LE(err, gamma_k) << what << " (native measured " << native_err << ")";
+        EXPECT_LE(r.choice.bound, native) << what;
+        EXPECT_LE(err, native) << what << " (native measured " << native_err << ")";
       } else if (t.acc.kind == Accuracy::relative) {
         EXPECT_LE(r.choice.bound, t.acc.eps) << what;
         EXPECT_LE(err, t.acc.eps) << what;
@@ -75,6 +77,8 @@ void check_rule(index_t m, index_t n, index_t k, unsigned seed) {
         const HostResult r2 = host_gemm<T>(t.acc, r.choice.N - 1, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m,
                                            p.B.data(), k, T(0), C2.data(), m);
         if (r2.emulated()) EXPECT_GT(r2.choice.bound, r.choice.target) << what;
+        if (r.choice.product_k > 0)  // (a forced N skips the product: its bound, checked alone)
+          EXPECT_GT(product_bound(r.choice.N - 1, kk, r.product, single), r.choice.target) << what;
       }
     }
   }
@@ -93,6 +97,35 @@ TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetComplex) {
   check_rule<std::complex<float>>(20, 16, 96, 5);
   check_rule<std::complex<double>>(20, 16, 96, 6);
   check_rule<std::complex<double>>(40, 40, 40, 7);
+}
+
+// The |A||B|-aware bound on uniform inputs: a quarter of k suffices for f32 (all of k for f64),
+// it needs fewer moduli than the spread of the smallest entries asks for, and the measured
+// error stays within it.
+template <class T>
+void check_product_bound(index_t k, long long want_prefix, int want_at_most) {
+  const bool single = std::is_same_v<T, float>;
+  const index_t m = 6, n = 5;
+  const Problem<T> p = problems<T>(m, n, k, 21).front();
+  ASSERT_EQ(p.name, "uniform");
+  const Exact<T> e = exact(p);
+  std::vector<T> C(m * n, T(0));
+  const HostResult r =
+      host_gemm<T>({}, 0, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), C.data(), m);
+  ASSERT_TRUE(r.emulated()) << r.choice.why;
+  EXPECT_EQ(r.choice.product_k, want_prefix);
+  EXPECT_LE(r.choice.N, want_at_most);
+  EXPECT_LE(r.choice.bound, native_target(k, single));
+  EXPECT_LE(worst_ratio(C, e), r.choice.bound);
+  // the spread's bound alone: more moduli for the same target
+  std::vector<T> C2(m * n, T(0));
+  const HostResult spread_only = host_gemm<T>({}, r.choice.N, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m,
+                                              p.B.data(), k, T(0), C2.data(), m);
+  EXPECT_GT(spread_only.choice.bound, native_target(k, single));
+}
+TEST(OzakiAccuracy, ProductBoundNeedsFewerModuliOnUniformInputs) {
+  check_product_bound<float>(4096, 1024, 7);
+  check_product_bound<double>(4096, 4096, 15);
 }
 
 // Transposed and conjugated operands, alpha and beta: the same pipeline as the GPU's.
@@ -118,14 +151,14 @@ TEST(OzakiAccuracy, TransposesAlphaBeta) {
 }
 
 // The check can fail: one modulus fewer than the native rule picks gives errors above
-// gamma_K |A||B| on some of the stress inputs (those whose small entries meet large ones).
+// sqrt(K) u |A||B| on some of the stress inputs (those whose small entries meet large ones).
 TEST(OzakiAccuracy, FewerModuliThanTheRuleBreakTheTarget) {
   for (bool single : {true, false}) {
     int broken = 0;
     auto run = [&](auto tag) {
       using T = decltype(tag);
       const index_t m = 24, n = 20, k = 64;
-      const double gamma_k = gamma(k, unit_roundoff(single));
+      const double native = native_target(k, single);
       for (const Problem<T>& p : problems<T>(m, n, k, 11)) {
         const Exact<T> e = exact(p);
         std::vector<T> C(m * n, T(0));
@@ -134,7 +167,7 @@ TEST(OzakiAccuracy, FewerModuliThanTheRuleBreakTheTarget) {
         if (!r.emulated() || r.choice.N < 4) continue;
         std::fill(C.begin(), C.end(), T(0));
         host_gemm<T>({}, r.choice.N - 1, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(), k, T(0), C.data(), m);
-        broken += worst_ratio(C, e) > gamma_k;
+        broken += worst_ratio(C, e) > native;
       }
     };
     if (single) run(float());

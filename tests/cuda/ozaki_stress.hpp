@@ -1,15 +1,17 @@
 // The stress inputs of the INT8 emulation's accuracy rule (ozaki_accuracy_test.cpp on the host
 // twin, int8_emulation_test.cpp on the GPU) and their exact products: wide exponent ranges,
 // small entries meeting large ones, the bound's worst case, rows and columns of very different
-// norms, cancellation, seed 003's matrices, uniform.
+// norms, cancellation, aligned rounding (f64), seed 003's matrices, uniform.
 #pragma once
 #include <cmath>
 #include <complex>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/core/dtype.hpp"
+#include "cuda/ozaki_arith.hpp"
 #include "src/core/types.hpp"
 
 namespace distmm::stress {
@@ -76,6 +78,15 @@ std::vector<Problem<T>> problems(index_t m, index_t n, index_t k, unsigned seed)
           return h < h2 ? Y[i + h * m] : Y[i + (h - h2) * m] * (real_t<T>(1) + real_t<T>(0x1p-12) * std::real(D[i + h * m]));
         },
         [&](index_t h, index_t j) { return h < h2 ? X[h + j * k] : h - h2 < h2 ? -X[h - h2 + j * k] : T(0); });
+  }
+  // f64: every entry of A a half-integer short of 2^-5 at the scale that 13 moduli give it, B small
+  // positive integers (exact at any scale): with 13 moduli every truncation of A has the same
+  // sign and size, about 3 times the native target sqrt(K) u |A||B|; the rule's 14 round them
+  // finely enough.
+  if constexpr (std::is_same_v<T, double>) {
+    const double c = std::floor(0.75 * ozaki::scale_bound(13, k) / std::sqrt(double(k)));
+    add("aligned rounding", [&](index_t i, index_t) { return c - double(i) + 0.46875; },
+        [&](index_t h, index_t j) { return double(1 + (h + j) % 3); });
   }
   if (m == k && n == k) {  // seed 003's matrices (accuracy_command.cpp)
     std::vector<long double> u(k), v(k);
