@@ -65,10 +65,10 @@ distmm::BenchProduct gemmul8_product(Gemmul8Config c, const std::string& dtype, 
   const size_t bytes = gemmul8::workSize<false, gemmul8::Backend::INT8>(N, N, N, c.moduli);
   size_t free_bytes = 0, total = 0;
   distmm::cuda_check(cudaMemGetInfo(&free_bytes, &total), "memory info");
-  const size_t margin = size_t(512) << 20;  // cuBLAS's own workspace and the error's buffers
+  const size_t margin = size_t(1) << 30;  // cuBLAS's own workspace and the error's buffers
+  char why[160];
+  std::snprintf(why, sizeof why, "workspace %.1f GB, %.1f GB free", bytes / 1e9, free_bytes / 1e9);
   if (bytes + margin > free_bytes) {
-    char why[160];
-    std::snprintf(why, sizeof why, "workspace %.1f GB, %.1f GB free", bytes / 1e9, free_bytes / 1e9);
     p.detail = why;
     return p;
   }
@@ -76,7 +76,12 @@ distmm::BenchProduct gemmul8_product(Gemmul8Config c, const std::string& dtype, 
   distmm::cuda_check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "stream");
   if (cublasCreate(&g->handle) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g->handle, g->stream) != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error("cublasCreate failed");
-  distmm::cuda_check(cudaMalloc(&g->work, bytes), "GEMMul8 workspace");
+  if (cudaMalloc(&g->work, bytes) != cudaSuccess) {  // a skipped row, not the size's lost rows
+    cudaGetLastError();
+    g->work = nullptr;
+    p.detail = std::string("cudaMalloc failed: ") + why;
+    return p;
+  }
   char detail[160];
   std::snprintf(detail, sizeof detail, "GEMMul8 INT8, %u moduli, %s mode, workspace %.1f GB", c.moduli,
                 c.fast ? "fast" : "accurate", bytes / 1e9);
