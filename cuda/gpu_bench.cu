@@ -2,7 +2,9 @@
 // random uniform [-1, 1) matrices: median time over --repeat (after one warm-up), effective
 // TFLOP/s (2 n^3 / t), speedup over cuBLAS, and the relative Frobenius error against a more
 // precise product: f32 against cuBLAS DGEMM of the same inputs, f64 against a double-double
-// product (about 106 bits) on 256 rows spread over C. Prints a Markdown table.
+// product (about 106 bits) on 256 rows spread over C. Prints a Markdown table. Products given in
+// the options (GpuBenchOptions::products: GEMMul8's, from the gemmul8_bench target) get rows
+// beside the engines', timed and measured the same way on the same inputs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -105,6 +107,8 @@ struct Row {
   bool tuned;
   double ms, tflops, speedup, error;
   std::string detail;  // the engine's describe() after the runs (what ran)
+  std::string config;  // a product's configuration ("7:fast"); an emulated engine's accuracy
+  bool product = false;
 };
 
 template <class T>
@@ -140,19 +144,25 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
 
-  auto time = [&](Engine* e) {
+  // The median of o.repeat runs of `product` on stream `q`, after one warm-up.
+  auto time_on = [&](cudaStream_t q, const auto& product) {
     CudaEvent t0, t1;
     std::vector<double> ms;
     for (int r = -1; r < o.repeat; ++r) {
-      cuda_check(cudaEventRecord(t0.get(), stream_of(e)), "event");
-      e->gemm_device(Op::N, Op::N, n, n, n, T(1), A.get(), n, B.get(), n, T(0), C.get(), n);
-      cuda_check(cudaEventRecord(t1.get(), stream_of(e)), "event");
+      cuda_check(cudaEventRecord(t0.get(), q), "event");
+      product();
+      cuda_check(cudaEventRecord(t1.get(), q), "event");
       cuda_check(cudaEventSynchronize(t1.get()), "sync");
       float t = 0;
       cudaEventElapsedTime(&t, t0.get(), t1.get());
       if (r >= 0) ms.push_back(t);
     }
     return median(ms);
+  };
+  auto time = [&](Engine* e) {
+    return time_on(stream_of(e), [&] {
+      e->gemm_device(Op::N, Op::N, n, n, n, T(1), A.get(), n, B.get(), n, T(0), C.get(), n);
+    });
   };
   const double flops = 2.0 * double(n) * n * n;
   const double base = time(cubd);
@@ -176,11 +186,28 @@ void bench(const GpuBenchOptions& o, long long n, std::vector<Row>& rows, std::o
           auto eng = make_engine(name, e2);
           double ms = time(eng.get());
           double err = error(stream_of(eng.get()));
+          const std::string config = !engine_info(name).emulated ? ""
+                                     : o.moduli > 0                ? "moduli " + std::to_string(o.moduli)
+                                                                   : "accuracy " + o.accuracy;
           rows.push_back({name, plain ? 0 : L, plain ? 1 : st, !plain && tuned, ms, flops / ms / 1e9, base / ms, err,
-                          eng->describe()});
+                          eng->describe(), config});
           log << "n " << n << " " << name << " L" << L << " streams " << st << (tuned ? " tuned" : "")
               << " " << ms << " ms, error " << err << ": " << rows.back().detail << "\n" << std::flush;
         }
+  for (const BenchProductMaker& make : o.products) {
+    const BenchProduct p = make(std::is_same_v<T, double> ? "f64" : "f32", n);
+    if (!p.run) {
+      log << "n " << n << " " << p.name << " " << p.config << " skipped: " << p.detail << "\n" << std::flush;
+      continue;
+    }
+    const cudaStream_t q = static_cast<cudaStream_t>(p.stream);
+    cuda_check(cudaMemsetAsync(C.get(), 0, n2 * sizeof(T), q), "memset");  // no earlier row's C
+    const double ms = time_on(q, [&] { p.run(A.get(), B.get(), C.get()); });
+    const double err = error(q);
+    rows.push_back({p.name, 0, 1, false, ms, flops / ms / 1e9, base / ms, err, p.detail, p.config, true});
+    log << "n " << n << " " << p.name << " " << p.config << " " << ms << " ms, error " << err << ": " << p.detail
+        << "\n" << std::flush;
+  }
 }
 
 }  // namespace
@@ -213,19 +240,24 @@ int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os) {
     });
     for (const Row& r : rows) {
       char line[256];
+      const std::string shown = r.product ? r.engine + " " + r.config : r.engine;
       std::snprintf(line, sizeof line, "| %lld | %s | %s | %d | %d | %s | %.2f | %.2f | %.3fx | %.2e |\n", n,
-                    o.dtype.c_str(), r.engine.c_str(), r.levels, r.streams,
-                    r.engine == "gpu-tiled" ? "-" : r.tuned ? "tuned" : "cuBLAS",
+                    o.dtype.c_str(), shown.c_str(), r.levels, r.streams,
+                    r.engine == "gpu-tiled" || r.product ? "-" : r.tuned ? "tuned" : "cuBLAS",
                     r.ms, r.tflops, r.speedup, r.error);
       os << line << std::flush;
-      if (!o.json.empty())
-        append_json_line(o.json, {{"command", "gpu-bench"}, {"device", prop.name}, {"n", n},
-                                  {"dtype", o.dtype}, {"engine", r.engine}, {"levels", r.levels},
-                                  {"streams", r.streams}, {"tuned_leaves", r.tuned},
-                                  {"time_median", r.ms / 1e3}, {"tflops", r.tflops},
-                                  {"speedup", r.speedup}, {"rel_frobenius", r.error},
-                                  {"reference", *dt == Dtype::f64 ? "double-double, 256 sampled rows" : "cuBLAS DGEMM"},
-                                  {"engine_detail", r.detail}});
+      if (!o.json.empty()) {
+        nlohmann::json j{{"command", "gpu-bench"}, {"device", prop.name}, {"n", n},
+                         {"dtype", o.dtype}, {"engine", r.engine}, {"levels", r.levels},
+                         {"streams", r.streams}, {"tuned_leaves", r.tuned},
+                         {"time_median", r.ms / 1e3}, {"tflops", r.tflops},
+                         {"speedup", r.speedup}, {"rel_frobenius", r.error},
+                         {"reference", *dt == Dtype::f64 ? "double-double, 256 sampled rows" : "cuBLAS DGEMM"},
+                         {"engine_detail", r.detail}};
+        if (!r.config.empty()) j["config"] = r.config;
+        if (r.product) j["product"] = true;
+        append_json_line(o.json, j);
+      }
     }
   }
   return 0;

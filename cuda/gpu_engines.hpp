@@ -2,6 +2,7 @@
 // otherwise gpu_none.cpp provides the same functions, which then say that GPUs are not built.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -29,6 +30,18 @@ std::string tuning_file_path();
 // created); else a UsageError saying what to set.
 std::string tuning_file_path_for_writing();
 
+// A product timed beside the engines on the same inputs, with the same error measure (the
+// gemmul8_bench target adds GEMMul8's): `run` computes C = A B for n x n column-major device
+// matrices of the bench's dtype on `stream` (a cudaStream_t that it owns). An empty `run` skips
+// the row and `detail` says why (a workspace that does not fit, say).
+struct BenchProduct {
+  std::string name, config, detail;
+  void* stream = nullptr;
+  std::function<void(const void* A, const void* B, void* C)> run;
+};
+// Made for one dtype ("f32" | "f64") and n, after the engines' rows, released after its row.
+using BenchProductMaker = std::function<BenchProduct(const std::string& dtype, long long n)>;
+
 // `distmm gpu-bench`: cuBLAS against each GPU engine on device-resident data, one process.
 struct GpuBenchOptions {
   std::vector<long long> sizes{4096, 8192, 16384};
@@ -43,6 +56,7 @@ struct GpuBenchOptions {
   int repeat = 3;
   int device = 0;
   std::string json;
+  std::vector<BenchProductMaker> products;  // rows beside the engines' (none from the CLI)
 };
 int gpu_bench_command(const GpuBenchOptions& o, std::ostream& os);
 
