@@ -6,7 +6,7 @@
 //      over all of them goes to the host, which picks the moduli count N;
 //      where the spread's bound leaves room, the |A||B|-aware bound (ozaki_accuracy.hpp) reads
 //      one more INT8 product: the magnitudes floored to 7 bits (to_slices<Magnitude>), their
-//      exact product over a prefix of k or all of it, and product_ratios' largest X and Y;
+//      exact product, and product_ratios' largest X and Y;
 //   2. exponents: e_i, f_j, the largest shifts with 2^e ||a_i|| + sqrt(k) / 2 <= T;
 //   3. to_slices: the scaled, rounded integers reduced to the N symmetric int8 residues, written
 //      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
@@ -15,7 +15,8 @@
 //      int32 result to (C mod m_l) * y_l mod m_l in one byte;
 //   5. crt_combine: the N bytes of each entry give A'B' by the CRT in 128-bit integers, scaled
 //      back by 2^-(e_i + f_j), C = alpha AB + beta C (C is not read when beta = 0).
-// Column panels of C bound the workspace when the whole product does not fit.
+// Row blocks and column panels of C bound the workspace when the whole product does not fit
+// (DISTMM_EMULATION_WORKSPACE caps it).
 #include "int8_emulation.hpp"
 
 #include <cublasLt.h>
@@ -282,22 +283,28 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
 
 // The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
 // S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR).
+// Each thread takes one i and the columns j = blockIdx.y + t gridDim.y; a warp's largest goes
+// to the flags in one atomic (one per thread made them the pass's cost).
 template <bool Complex>
 __global__ void product_ratios(index_t m, index_t w, const int* C, index_t ldc, const OuterStat* sa,
                                const OuterStat* sb, long long kk, Flags* flags) {
   const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
-  if (i >= m) return;
   double X = 0, Y = 0;
-  for (index_t j = blockIdx.y; j < w; j += gridDim.y)
-    for (int p = 0; p < (Complex ? 2 : 1); ++p) {
-      const long long S = !Complex ? C[i + j * ldc]
-                          : p == 0 ? (long long)C[i + j * ldc] + C[(i + m) + (j + w) * ldc]
-                                   : (long long)C[i + (j + w) * ldc] + C[(i + m) + j * ldc];
-      const ozaki::ProductTerms t = ozaki::product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
-      X = fmax(X, t.X), Y = fmax(Y, t.Y);
-    }
-  atomicMax(&flags->X, (unsigned long long)__double_as_longlong(X));
-  atomicMax(&flags->Y, (unsigned long long)__double_as_longlong(Y));
+  if (i < m)
+    for (index_t j = blockIdx.y; j < w; j += gridDim.y)
+      for (int p = 0; p < (Complex ? 2 : 1); ++p) {
+        const long long S = !Complex ? C[i + j * ldc]
+                            : p == 0 ? (long long)C[i + j * ldc] + C[(i + m) + (j + w) * ldc]
+                                     : (long long)C[i + (j + w) * ldc] + C[(i + m) + j * ldc];
+        const ozaki::ProductTerms t = ozaki::product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
+        X = fmax(X, t.X), Y = fmax(Y, t.Y);
+      }
+  for (int d = 16; d > 0; d /= 2)
+    X = fmax(X, __shfl_xor_sync(0xffffffffu, X, d)), Y = fmax(Y, __shfl_xor_sync(0xffffffffu, Y, d));
+  if (threadIdx.x % 32 == 0) {
+    atomicMax(&flags->X, (unsigned long long)__double_as_longlong(X));
+    atomicMax(&flags->Y, (unsigned long long)__double_as_longlong(Y));
+  }
 }
 
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
@@ -486,13 +493,14 @@ int Int8Emulation::default_moduli(Dtype dt) {
 
 namespace {
 struct Sizes {
-  index_t Kp, OpA, nb, OpB;
+  index_t Kp, mb, OpA, nb, OpB;
   std::size_t slices_a, slices_b, c32, residues, total;
 };
 Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) {
   Sizes z{};
   const int parts = cplx ? 2 : 1;
   z.Kp = round_up(std::min(kk, kMaxChunk), 16);
+  z.mb = m;
   z.OpA = round_up(parts * m, 16);
   z.nb = nb;
   z.OpB = round_up(parts * nb, 16);
@@ -505,9 +513,13 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) 
 }
 }  // namespace
 
+// The workspace a call needs at least: row blocks of up to 8192 rows and panels of up to 4096
+// columns (chunk() takes more where the GPU has it free, whole C when it fits); at the rule's
+// usual N for well-scaled inputs where none is forced.
 std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli) {
   const bool cplx = dt == Dtype::c32 || dt == Dtype::c64;
-  return sizes_for(m, n, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), n).total +
+  const index_t rows = std::min<index_t>(m, 8192), cols = std::min<index_t>(n, 4096);
+  return sizes_for(rows, cols, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), cols).total +
          Impl::kLtWorkspace + align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + 2 * sizeof(Flags);
 }
 
@@ -592,25 +604,37 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return ozaki::Spread{double(r), double(d)};
   };
 
-  // Workspace for N slices over kq of k: all of n if it fits in what the device has free,
-  // else column panels (nullopt: not even panels of 16 fit).
+  // Workspace for N slices: all of C if it fits in what the device has free, else column
+  // panels, and row blocks where op(A)'s slices alone do not fit (f64 49152 on an 80 GB GPU: the
+  // operands leave about 20 GB, 14 slices of A take 34); panels no narrower than a quarter of
+  // the block's rows, so that each INT8 product stays large (nullopt: not even 16 x 16 fits).
   const std::size_t free_now = [] {
     std::size_t f = 0, t = 0;
     cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
     return f;
   }();
-  const std::size_t budget = std::size_t(double(free_now + im.work.size()) * 0.9);
+  const std::size_t budget = std::min(std::size_t(double(free_now + im.work.size()) * 0.9),
+                                      settings().emulation_workspace.value_or(SIZE_MAX));
   auto fit = [&](index_t kq, int NN) -> std::optional<Sizes> {
-    index_t nb = n;
-    Sizes zz = sizes_for(m, n, kq, cplx, NN, nb);
-    while (zz.total > budget && nb > 16) {
-      nb = round_up(nb / 2, 16);
-      zz = sizes_for(m, n, kq, cplx, NN, nb);
+    for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
+      const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
+      for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
+        const Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb);
+        if (zz.total <= budget) {
+          im.work.reserve(zz.total);
+          return zz;
+        }
+        if (nb <= 16 || round_up(nb / 2, 16) < least_nb) break;
+      }
+      if (mb <= 16) return std::nullopt;
     }
-    if (zz.total > budget) return std::nullopt;
-    im.work.reserve(zz.total);
-    return zz;
   };
+  // Row blocks [i0, i0 + rows) of C and column panels [j0, j0 + w).
+  auto blocks = [&](const Sizes& zz, auto&& f) {
+    for (index_t i0 = 0; i0 < m; i0 += zz.mb) f(i0, std::min(zz.mb, m - i0));
+  };
+  auto a_rows = [&](index_t i0) { return A + (a_kcontig ? i0 * lda : i0); };
+  auto b_cols = [&](index_t j0) { return B + (b_kcontig ? j0 * ldb : j0); };
   struct Work {
     int8_t *a, *b;
     int* c32;
@@ -639,43 +663,47 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     }
     cuda_check(cudaGetLastError(), "slice kernel");
   };
-  // The INT8 products' plans (a full panel's and the last one's), made before anything is
+  // The INT8 products' plans (full and last row blocks and panels), made before anything is
   // written, so that a shape cuBLASLt cannot do is declined with C untouched.
   auto planned = [&](const Sizes& zz, const Work& wk) -> std::string {
-    for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb})
-      if (!im.plan(s, zz.OpA, round_up(parts * w, 16), zz.Kp, wk.a, wk.b, wk.c32))
-        return "cuBLASLt offers no INT8 GEMM for " + std::to_string(zz.OpA) + " x " +
-               std::to_string(round_up(parts * w, 16)) + " x " + std::to_string(zz.Kp);
+    for (index_t r : {zz.mb, m - (m - 1) / zz.mb * zz.mb})
+      for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb}) {
+        const index_t OpA = round_up(parts * r, 16), OpB = round_up(parts * w, 16);
+        if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32))
+          return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
+                 std::to_string(zz.Kp);
+      }
     return "";
   };
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
 
-  // The |A||B|-aware statistics over the first `prefix` stacked entries (ozaki_accuracy.hpp):
-  // the magnitudes' slices, their INT8 product panel by panel, the largest ratios.
-  auto product = [&](long long prefix) -> ozaki::ProductStats {
-    const index_t kq = index_t(prefix) / parts;
-    const std::optional<Sizes> zq = fit(kq, 1);
+  // The |A||B|-aware statistics (ozaki_accuracy.hpp): the magnitudes' slices, their INT8
+  // product panel by panel, the largest ratios.
+  auto product = [&]() -> ozaki::ProductStats {
+    const std::optional<Sizes> zq = fit(k, 1);
     if (!zq) return {};
     const Work wk = carve(*zq);
     if (!planned(*zq, wk).empty()) return {};
     exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, 0, true, ea);
     exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, 0, true, eb);
-    slices(true, *zq, 1, kq, a_kcontig, m, A, lda, false, ea, wk.a, zq->OpA);
-    for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
-      const index_t w = std::min(zq->nb, n - j0), OpB = round_up(parts * w, 16);
-      slices(true, *zq, 1, kq, b_kcontig, w, B + (b_kcontig ? j0 * ldb : j0), ldb, false, eb + j0, wk.b, OpB);
-      im.int8_gemm(s, zq->OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
-      const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
-      if (cplx) product_ratios<true><<<grid, 256, 0, s>>>(m, w, wk.c32, zq->OpA, sa, sb + j0, kk, flags);
-      else product_ratios<false><<<grid, 256, 0, s>>>(m, w, wk.c32, zq->OpA, sa, sb + j0, kk, flags);
-      cuda_check(cudaGetLastError(), "product ratios kernel");
-    }
+    blocks(*zq, [&](index_t i0, index_t rows) {
+      const index_t OpA = round_up(parts * rows, 16);
+      slices(true, *zq, 1, k, a_kcontig, rows, a_rows(i0), lda, false, ea + i0, wk.a, OpA);
+      for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
+        const index_t w = std::min(zq->nb, n - j0), OpB = round_up(parts * w, 16);
+        slices(true, *zq, 1, k, b_kcontig, w, b_cols(j0), ldb, false, eb + j0, wk.b, OpB);
+        im.int8_gemm(s, OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
+        const dim3 grid(unsigned((rows + 255) / 256), unsigned(std::min<index_t>(w, 128)));
+        if (cplx) product_ratios<true><<<grid, 256, 0, s>>>(rows, w, wk.c32, OpA, sa + i0, sb + j0, kk, flags);
+        else product_ratios<false><<<grid, 256, 0, s>>>(rows, w, wk.c32, OpA, sa + i0, sb + j0, kk, flags);
+        cuda_check(cudaGetLastError(), "product ratios kernel");
+      }
+    });
     cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
     cuda_check(cudaStreamSynchronize(s), "sync");
     ozaki::ProductStats ps;
     std::memcpy(&ps.X, &im.flags_host.get()->X, sizeof ps.X);
     std::memcpy(&ps.Y, &im.flags_host.get()->Y, sizeof ps.Y);
-    ps.prefix = prefix;
     cuda_check(cudaMemsetAsync(&flags->X, 0, 2 * sizeof(unsigned long long), s), "memset");
     clock.mark("|A||B| bound", s);
     return ps;
@@ -705,8 +733,8 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // 3. workspace
   const std::optional<Sizes> fitted = fit(k, N);
   if (!fitted)
-    return "workspace: " + std::to_string(sizes_for(m, n, k, cplx, N, 16).total >> 20) +
-           " MiB needed even in column panels of 16, " + std::to_string(budget >> 20) + " MiB free";
+    return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
+           " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
   const Sizes z = *fitted;
   const index_t nb = z.nb;
   const Work wk = carve(z);
@@ -719,50 +747,52 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   const bool overlap = !clock.on;
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;
 
-  // 4. A's slices once.
+  // 4. Per row block: its slices of A once, then per panel B's slices, the N products and folds,
+  // the CRT into C.
   clock.mark("exponents+alloc", s);
-  slices(false, z, N, k, a_kcontig, m, A, lda, ta == Op::C && cplx, ea, slices_a, z.OpA);
-  clock.mark("slices A", s);
-
   const ozaki::Crt crt = ozaki::crt_constants(N);
   double2 al, be;
   {
     const std::complex<double> a(alpha), b(beta);
     al = make_double2(a.real(), a.imag()), be = make_double2(b.real(), b.imag());
   }
-  for (index_t j0 = 0; j0 < n; j0 += nb) {
-    const index_t w = std::min(nb, n - j0);
-    const index_t OpB = round_up(parts * w, 16);
-    const T* Bj = B + (b_kcontig ? j0 * ldb : j0);
-    slices(false, z, N, k, b_kcontig, w, Bj, ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
-    clock.mark("slices B", s);
-    const std::size_t plane = std::size_t(parts) * m * w;
-    for (int l = 0; l < N; ++l) {
-      const int slot = l % 2;
-      int* product = c32 + slot * (z.c32 / sizeof(int));
-      // the fold that read this buffer two moduli ago is done
-      if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
-      im.int8_gemm(s, z.OpA, OpB, z.Kp, slices_a + l * std::size_t(z.Kp) * z.OpA,
-                   slices_b + l * std::size_t(z.Kp) * OpB, product);
-      clock.mark("int8 gemm", s);
-      if (overlap) {
-        cuda_check(cudaEventRecord(im.product_done[slot].get(), s), "event");
-        cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
+  blocks(z, [&](index_t i0, index_t rows) {
+    const index_t OpA = round_up(parts * rows, 16);
+    slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA);
+    clock.mark("slices A", s);
+    for (index_t j0 = 0; j0 < n; j0 += nb) {
+      const index_t w = std::min(nb, n - j0);
+      const index_t OpB = round_up(parts * w, 16);
+      slices(false, z, N, k, b_kcontig, w, b_cols(j0), ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
+      clock.mark("slices B", s);
+      const std::size_t plane = std::size_t(parts) * rows * w;
+      for (int l = 0; l < N; ++l) {
+        const int slot = l % 2;
+        int* product = c32 + slot * (z.c32 / sizeof(int));
+        // the fold that read this buffer two moduli ago is done
+        if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
+        im.int8_gemm(s, OpA, OpB, z.Kp, slices_a + l * std::size_t(z.Kp) * OpA, slices_b + l * std::size_t(z.Kp) * OpB,
+                     product);
+        clock.mark("int8 gemm", s);
+        if (overlap) {
+          cuda_check(cudaEventRecord(im.product_done[slot].get(), s), "event");
+          cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
+        }
+        launch_fold(l, cplx, rows, w, product, OpA, crt.y[l], residues + l * plane, fs);
+        cuda_check(cudaGetLastError(), "fold kernel");
+        if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
+        clock.mark("fold", s);
       }
-      launch_fold(l, cplx, m, w, product, z.OpA, crt.y[l], residues + l * plane, fs);
-      cuda_check(cudaGetLastError(), "fold kernel");
-      if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
-      clock.mark("fold", s);
+      if (overlap)  // the reconstruction reads every fold's bytes
+        for (int slot = 0; slot < std::min(N, 2); ++slot)
+          cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
+      const dim3 grid(unsigned((rows + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+      crt_combine<R, cplx><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be,
+                                                reinterpret_cast<R*>(C + i0 + j0 * ldc), ldc);
+      cuda_check(cudaGetLastError(), "crt kernel");
+      clock.mark("crt", s);
     }
-    if (overlap)  // the reconstruction reads every fold's bytes
-      for (int slot = 0; slot < std::min(N, 2); ++slot)
-        cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
-    const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
-    crt_combine<R, cplx><<<grid, 256, 0, s>>>(m, w, residues, plane, crt, ea, eb + j0, al, be,
-                                              reinterpret_cast<R*>(C + j0 * ldc), ldc);
-    cuda_check(cudaGetLastError(), "crt kernel");
-    clock.mark("crt", s);
-  }
+  });
   clock.report(m, n, k, N);
   stats_.chose(choice);
   return "";

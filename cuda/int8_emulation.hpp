@@ -54,7 +54,8 @@ class Int8Emulation {
   // Products that are leaves under L Strassen-like levels need less of their own accuracy
   // (ozaki_arith.hpp, required_bits).
   void set_levels_above(int levels) { levels_above_ = levels; }
-  // Peak device workspace of one call (slices, int32 product, residues, scalings).
+  // Device workspace one call needs at least (slices, int32 product, residues, scalings), in row
+  // blocks and column panels; it takes more where the GPU has it free.
   static std::size_t workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli);
   static constexpr int kMaxModuli = 16;
   // The moduli count the accuracy rule picks for well-scaled inputs (for the planners).

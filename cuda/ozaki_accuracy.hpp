@@ -27,8 +27,7 @@
 // c <= X / T' + Y / T'^2 (+ the output's rounding), X and Y the largest ratios over i, j. It
 // does not see the smallest entries (their truncation weighs as little as they do), so for
 // uniform inputs it needs about half the bits the spread's bound needs. It costs one INT8
-// product (a quarter of one where a prefix of k suffices) and is computed only where it can
-// lower N (choose_with_product).
+// product and is computed only where it can lower N (choose_with_product).
 //
 // Targets: native: c <= sqrt(K) u, u the native routine's unit roundoff and K the terms of each
 // real inner product (k, 2k for complex): the emulation's guaranteed error is then no larger
@@ -128,12 +127,9 @@ inline double entrywise_bound(int N, long long kk, const Spread& a, const Spread
   return (ra + rb + ra * rb + u * (1 + ra) * (1 + rb)) * (1 + 0x1p-50);
 }
 
-// The |A||B|-aware statistics: X, Y as above over a prefix of k (prefix < kk
-// where only that much of |A||B| was summed: still a lower bound, so still rigorous); not
-// computed: infinite.
+// The |A||B|-aware statistics: X, Y as above; not computed: infinite.
 struct ProductStats {
   double X = INFINITY, Y = INFINITY;
-  long long prefix = 0;
 };
 // The computed norms carry relative errors near kk 2^-53; the ratios are taken this much larger.
 constexpr double kProductMargin = 1 + 0x1p-20;
@@ -154,7 +150,7 @@ struct Choice {
   double bound = 0;     // c: |C - P| <= c (|A||B|) entrywise (per real component for complex)
   double target = 0;    // what c had to meet (native: sqrt(K) u; max: none, 0)
   const char* scaling = "fast";  // row and column powers of two from their 2-norms (Cauchy-Schwarz)
-  long long product_k = 0;       // > 0: the bound read |A||B| summed over this many of k's terms
+  bool from_product = false;     // the bound is the |A||B|-aware one
   std::string why;      // when N = 0
 };
 
@@ -166,7 +162,7 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
   Choice c;
   auto bound_of = [&](int N) {
     const double spread = entrywise_bound(N, kk, a, b, single), product = product_bound(N, kk, prod, single);
-    if (product < spread) c.product_k = prod.prefix;
+    c.from_product = product < spread;
     return std::fmin(spread, product);
   };
   if (forced > 0 || acc.kind == Accuracy::max) {
@@ -185,14 +181,13 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
   }
   c.target = acc.kind == Accuracy::native ? native_target(kk, single) : acc.eps;
   for (int N = 2; N <= kMaxModuli; ++N) {
-    c.product_k = 0;
     const double bound = bound_of(N);
     if (bound <= c.target) {
       c.N = N, c.bound = bound;
       return c;
     }
   }
-  c.product_k = 0;
+  c.from_product = false;
   char why[200];
   std::snprintf(why, sizeof why,
                 "accuracy %s out of reach: spreads of %.0f and %.0f bits leave %.2g with %d moduli, above %.2g",
@@ -202,31 +197,20 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
   return c;
 }
 
-// choose() with the |A||B|-aware statistics computed only where they can lower N, the same
-// decisions on the GPU and the host twin. `x_lower` = max_i ||a_i||_2 / ||a_i||_inf +
-// max_j ||b_j||_2 / ||b_j||_inf, a lower bound of X (|A||B|_ij <= ||a_i||_inf ||b_j||_1 and
-// <= ||a_i||_1 ||b_j||_inf), gives the fewest moduli the product could allow; `product(prefix)`
-// computes the statistics over the first `prefix` of the kk stacked terms (a multiple of 2 for
-// complex operands). A quarter of k is tried first
-// where four times x_lower would still allow that fewest N (|A||B| over a quarter of k is about
-// a quarter of it for inputs of like-sized entries), all of k where it falls short.
+// choose() with the |A||B|-aware statistics computed (`product()`) only where they can lower N,
+// the same decisions on the GPU and the host twin: `x_lower` = max_i ||a_i||_2 / ||a_i||_inf +
+// max_j ||b_j||_2 / ||b_j||_inf is a lower bound of X ((|A||B|)_ij <= ||a_i||_inf ||b_j||_1 and
+// <= ||a_i||_1 ||b_j||_inf), so the N it allows is the fewest the product could give.
 template <class Product>
 Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,
                            int levels_above, int forced, double x_lower, Product&& product) {
   Choice c = choose(acc, single, a, b, kk, levels_above, forced);
   if (forced > 0 || acc.kind == Accuracy::max || !std::isfinite(x_lower)) return c;
-  auto fewest = [&](double X) { return choose(acc, single, {INFINITY, 0}, {INFINITY, 0}, kk, 0, 0, {X, 0, kk}).N; };
-  const int least = fewest(x_lower);
+  const Spread none{INFINITY, 0};
+  const int least = choose(acc, single, none, none, kk, 0, 0, {x_lower, 0}).N;
   if (least == 0 || (c.N > 0 && c.N <= least)) return c;
-  auto better = [&](long long prefix) {
-    const Choice p = choose(acc, single, a, b, kk, levels_above, forced, product(prefix));
-    const bool lower = p.N > 0 && (c.N == 0 || p.N < c.N);
-    if (lower) c = p;
-    return lower && p.N == least;
-  };
-  if (kk >= 1024 && fewest(4 * x_lower) == least && better(kk / 8 * 2)) return c;
-  better(kk);
-  return c;
+  const Choice p = choose(acc, single, a, b, kk, levels_above, forced, product());
+  return p.N > 0 && (c.N == 0 || p.N < c.N) ? p : c;
 }
 
 // What an emulation's calls so far did, for describe() and the report (the GPU's and the host
@@ -248,7 +232,7 @@ struct Tally {
     max_moduli = std::max(max_moduli, c.N);
     max_bound = std::fmax(max_bound, c.bound);
     target = c.target, scaling = c.scaling;
-    product_calls += c.product_k > 0;
+    product_calls += c.from_product;
   }
   void declined(std::string why) {
     ++fallbacks;

@@ -132,16 +132,15 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
   }
   const bool single = std::is_same_v<R, float>;
   const long long kk = k * parts;
-  // The |A||B|-aware statistics: magnitudes floored to 7 bits, exact sums over the first
-  // `prefix` stacked entries; complex: per component, Re from |Re a||Re b| + |Im a||Im b|, Im
-  // from |Re a||Im b| + |Im a||Re b|.
+  // The |A||B|-aware statistics: magnitudes floored to 7 bits, exact sums; complex: per
+  // component, Re from |Re a||Re b| + |Im a||Im b|, Im from |Re a||Im b| + |Im a||Re b|.
   auto x_lower = [](const std::vector<Outer>& st) {
     double x = 0;
     for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? o.s / o.mx : 0);
     return x;
   };
-  auto product = [&](long long prefix) {
-    ProductStats ps{0, 0, prefix};
+  auto product = [&] {
+    ProductStats ps{0, 0};
     auto floor7 = [](double x, const Outer& o) {
       return (long long)std::floor(std::ldexp(std::fabs(x), magnitude_exponent(o.s, o.E)));
     };
@@ -149,7 +148,7 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
       for (index_t i = 0; i < m; ++i)
         for (int c = 0; c < parts; ++c) {  // the output's component
           long long S = 0;
-          for (index_t h = 0; h < prefix / parts; ++h)
+          for (index_t h = 0; h < k; ++h)
             for (int p = 0; p < parts; ++p) S += floor7(a_at(i, h, p), sa[i]) * floor7(b_at(h, j, p ^ c), sb[j]);
           const ProductTerms t = product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
           ps.X = std::fmax(ps.X, t.X), ps.Y = std::fmax(ps.Y, t.Y);

@@ -93,6 +93,7 @@ struct RunReport {
   double lower_bound_words = 0;
   std::string lower_bound;
   double peak_bytes = 0;  // estimated per rank (GPU memory for device-resident runs)
+  double engine_workspace_bytes = 0;  // the engine's for the rank's largest local product (max over ranks)
   // Where the blocks live ("device (...NCCL...)", "host-staged (why)"; empty for host engines),
   // and, for device-resident runs, the seconds to load the inputs onto the GPUs and to store C
   // back (max over ranks; outside the timed multiply).

@@ -55,6 +55,7 @@ RunReport planned_report(const RunPlan& p, const Comm& world) {
   if (is_complex(dt)) rec.inputs += " (real and imaginary parts)";
   rec.output = o.out_path;
   rec.peak_bytes = p.peak_bytes;
+  rec.engine_workspace_bytes = world.allreduce_max_uncounted(double(p.engine_caps.workspace_bytes));
   rec.from_host = p.placement.on_device() && o.inputs_from_host;
   rec.residency = residency_text(p);
   rec.words_measured = algo.counts_words();
@@ -216,6 +217,7 @@ nlohmann::json to_json(const RunReport& r) {
                               ? (r.words_measured ? r.words_max : r.analytic_words_max) / r.lower_bound_words
                               : 0.0;
   j["peak_bytes"] = r.peak_bytes;
+  j["engine_workspace_bytes"] = r.engine_workspace_bytes;
   j["residency"] = r.residency;
   j["from_host"] = r.from_host;
   j["stages"] = r.stages;

@@ -101,6 +101,8 @@ void print_plan(const RunReport& r, std::ostream& os) {
   if (r.lower_bound_words > 0) ratio = ", max / bound = " + sci(r.words_max / r.lower_bound_words);
   row("lower bound", sci(r.lower_bound_words) + " words  (" + r.lower_bound + ratio + ")");
   row("peak memory per rank", format_bytes(r.peak_bytes) + " (estimate)");
+  if (r.engine_workspace_bytes > 0)
+    row("engine workspace", format_bytes(r.engine_workspace_bytes) + " per rank, its largest local product (in the peak)");
   if (!r.residency.empty()) row("residency", r.residency);
 }
 

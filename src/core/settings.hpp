@@ -61,6 +61,7 @@ struct Settings {
   Skew caps_skew;                               // DISTMM_CAPS_SKEW: R:F
   bool device_comm_mpi = false;                 // DISTMM_DEVICE_COMM: auto or mpi
   bool emulation_profile = false;               // DISTMM_EMULATION_PROFILE: 0 or 1
+  std::optional<std::size_t> emulation_workspace;  // DISTMM_EMULATION_WORKSPACE: bytes, with units
   std::string nccl;                             // DISTMM_NCCL: libnccl's path ("": search)
   std::string mpirun = "mpirun";                // DISTMM_MPIRUN: plan --ranks's launcher
 };

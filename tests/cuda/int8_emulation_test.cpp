@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <complex>
 #include <random>
 
@@ -238,8 +239,8 @@ void gpu_targets(index_t m, index_t n, index_t k) {
   EXPECT_GT(emulated, 0);
 }
 
-// The |A||B|-aware bound on the GPU makes the host twin's choice (the same statistics, rule and
-// prefix), and says so in the report.
+// The |A||B|-aware bound on the GPU makes the host twin's choice (the same statistics and rule),
+// and says so in the report.
 template <class T>
 void gpu_matches_host_twin(index_t m, index_t n, index_t k) {
   const stress::Problem<T> p = stress::problems<T>(m, n, k, 21).front();  // uniform
@@ -249,7 +250,7 @@ void gpu_matches_host_twin(index_t m, index_t n, index_t k) {
   const ozaki::HostResult h = ozaki::host_gemm<T>({}, 0, 0, Op::N, Op::N, m, n, k, T(1), p.A.data(), m, p.B.data(),
                                                   k, T(0), Ch.data(), m);
   ASSERT_TRUE(h.emulated()) << h.choice.why;
-  ASSERT_GT(h.choice.product_k, 0);
+  ASSERT_TRUE(h.choice.from_product);
   const std::string d = e->describe();
   EXPECT_NE(d.find(" " + std::to_string(h.choice.N) + " moduli"), std::string::npos) << d;
   EXPECT_NE(d.find("bounded from their |A||B|"), std::string::npos) << d;
@@ -260,6 +261,40 @@ TEST(Int8Emulation, ProductBoundMatchesTheHostTwin) {
   gpu_matches_host_twin<float>(33, 17, 4096);
   gpu_matches_host_twin<double>(20, 9, 3000);
   gpu_matches_host_twin<std::complex<float>>(12, 10, 2048);
+}
+
+// A workspace cap (DISTMM_EMULATION_WORKSPACE) small enough for row blocks and column panels,
+// in the bound's product and the moduli's: the same integers, so bit-identical to the uncapped
+// product, op(A) and op(B) read either way round.
+template <class T>
+void capped_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k) {
+  const stress::Problem<T> p = stress::problems<T>(m, n, k, 31).front();  // uniform
+  std::vector<T> A = p.A, B = p.B;  // stored as op() asks
+  if (ta != Op::N)
+    for (index_t h = 0; h < k; ++h)
+      for (index_t i = 0; i < m; ++i) A[h + i * k] = p.A[i + h * m];
+  if (tb != Op::N)
+    for (index_t j = 0; j < n; ++j)
+      for (index_t h = 0; h < k; ++h) B[j + h * n] = p.B[h + j * k];
+  const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
+  std::vector<T> C1(m * n, T(0)), C2(m * n, T(0));
+  auto whole = make_engine("gpu-ozaki", EngineOptions{});
+  whole->gemm(ta, tb, m, n, k, T(1), A.data(), lda, B.data(), ldb, T(0), C1.data(), m);
+  ::setenv("DISTMM_EMULATION_WORKSPACE", "2M", 1);
+  auto capped = make_engine("gpu-ozaki", EngineOptions{});
+  capped->gemm(ta, tb, m, n, k, T(1), A.data(), lda, B.data(), ldb, T(0), C2.data(), m);
+  ::unsetenv("DISTMM_EMULATION_WORKSPACE");
+  const std::string d = capped->describe();
+  EXPECT_EQ(d.find("run natively"), std::string::npos) << d;
+  EXPECT_EQ(d, whole->describe());
+  for (index_t t = 0; t < m * n; ++t) ASSERT_EQ(C1[t], C2[t]) << t << " " << d;
+}
+TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
+  REQUIRE_GPU();
+  capped_is_identical<double>(Op::N, Op::N, 300, 200, 500);
+  capped_is_identical<double>(Op::T, Op::T, 301, 97, 512);
+  capped_is_identical<float>(Op::T, Op::N, 515, 260, 700);
+  capped_is_identical<std::complex<float>>(Op::N, Op::T, 170, 150, 300);
 }
 
 TEST(Int8Emulation, AccuracyTargetsHoldOnStressInputs) {
