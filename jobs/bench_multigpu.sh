@@ -26,6 +26,7 @@
 #     choice, the efficiency against the engine's own one-GPU rate (target >= 0.93 on 4 GPUs),
 #     JAX's time beside cuBLAS's (target distmm >= 1.05x JAX on 2 and 4 GPUs), and f64 49152 on 4
 #     GPUs against one GPU's cuBLAS DGEMM (target >= 6.0x).
+#   SCALING_RANKS (default 1 2 4 (8), the GPUs there are) picks the rank counts.
 #   The JSON lines go to BENCH_JSON, by default docs/results/multigpu_scaling_YYYYMMDD.jsonl
 #   (appended to: a second job adds rounds). HOST_SMOKE=1: the plumbing on the emulated device
 #   (blas and winograd for the engines, n = 128, no gpu-bench or JAX: the one-rank run is the
@@ -280,6 +281,7 @@ else
   else
     echo "JAX rows: skipped (no JAX with GPUs in python3)"
   fi
+  ranks=${SCALING_RANKS:-$ranks}  # e.g. "2 4": the one-rank runs left out (gpu-bench is the reference)
   gpu_engines=""
   for e in $scaling_engines; do [ "$e" = cublas ] || gpu_engines="$gpu_engines $e"; done
   for spec in "f64 $f64_sizes" "f32 $f32_sizes"; do
@@ -360,7 +362,8 @@ if rounds > 1:
 if any(not r.get("from_host") for r in runs):
     print("\n| dtype | n | engine | GPUs (ranks) | algorithm | residency | time s | runs, fastest-slowest s | TFLOP/s | vs one-GPU gpu-bench | efficiency | target |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for r in sorted((r for r in runs if not r.get("from_host")), key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
+square = [r for r in runs if not r.get("from_host") and r["m"] == r["n"] == r["k"]]  # (the weak scaling's rows apart)
+for r in sorted(square, key=lambda r: (r["dtype"], r["m"], r["engine"], r["ranks"], r["algo"])):
     k = (r["dtype"], r["m"], r["engine"])
     t, p = r["time_median"], r["ranks"]
     tflops = 2 * r["m"] * r["n"] * r["k"] / t / 1e12
@@ -419,8 +422,10 @@ if weak:
               f"{(r['time_median'] / base if base else float('nan')):.3f} |")
 # MODE=scaling (issue 42): per dtype, n, engine and GPUs the fastest of auto, SUMMA and cuboid,
 # its efficiency against the engine's own one-GPU rate, JAX beside cuBLAS, f64 49152 against DGEMM.
+# (CAPS only where auto chose it: the 7-rank CAPS row is apart; the weak scaling's one-GPU row is
+# square too)
 scal = [r for r in runs if r.get("bench_mode") == "scaling" and not r.get("from_host") and r["m"] == r["n"] == r["k"]
-        and r["algo"] != "caps" and r["k"] != wb]  # (the weak scaling's one-GPU row is square too)
+        and (r["algo"] != "caps" or r.get("selection", "").startswith("auto")) and r["k"] != wb]
 jax = {}
 for r in rows:
     if r.get("bench") == "jax" and r.get("layout") == "blocks":
