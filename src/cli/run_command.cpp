@@ -167,8 +167,8 @@ void add_run_options(CLI::App& run, RunCommandOptions& o) {
                  "INT8-emulated engines (gpu-ozaki, gpu-*-ozaki, ozaki): moduli count 2 to 16 (default: "
                  "the fewest that reach --accuracy)");
   run.add_option("--accuracy", s.engine_opts.accuracy,
-                 "INT8-emulated engines: native (error bound no worse than the native routine's, entrywise "
-                 "relative to |A||B|), a relative error such as 1e-10, or max (docs/accuracy.md)")
+                 "INT8-emulated engines: native (a guaranteed error bound of sqrt(k) u |A||B| entrywise, the "
+                 "native routine's typical error), a relative error such as 1e-10, or max (docs/accuracy.md)")
       ->capture_default_str();
   run.add_flag("--quiet", o.quiet, "Print nothing but errors and failed verification");
   run.add_flag("--host-staged", s.host_staged,
