@@ -17,7 +17,7 @@ namespace {
 class Summa final : public ClassicalAlgorithm<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : ClassicalAlgorithm(s, pr, pc),
+      : ClassicalAlgorithm(world, s, pr, pc),
         inputs_at_home_(o.inputs_at_home),
         grid_(world, {pr, pc}, false),
         i_(grid_.coord(0)),
@@ -26,7 +26,6 @@ class Summa final : public ClassicalAlgorithm<Summa> {
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
-    space_comms_ = {{&row_, &dev_row_}, {&col_, &dev_col_}};
     set_blocks(i_, j_, pka_, pkb_);
     // Default panel: one owner's whole block of k (up to 4096). Wide panels mean few passes over
     // the local C, whose read-modify-write traffic is what limits many ranks sharing a memory bus.
@@ -77,15 +76,9 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return double(mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + total_words(mi, nj, depth(), whole_k_));
   }
 
-  CommEstimate analytic() const override {
-    return EstimateAccumulator::over(grid_.dim(0) * grid_.dim(1), [&](int r, double& words, double& msgs) {
-      const int i = r / grid_.dim(1), j = r % grid_.dim(1);
-      for (const auto& p : panels_) {
-        if (p.a_owner != j) words += double(pm_.size(i)) * p.width, msgs += 1;
-        if (p.b_owner != i) words += double(pn_.size(j)) * p.width, msgs += 1;
-      }
-      return 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k);
-    });
+  PlacedComms place(int r) {
+    i_ = r / grid_.dim(1), j_ = r % grid_.dim(1);
+    return {{&row_, &dev_row_, j_, grid_.dim(1)}, {&col_, &dev_col_, i_, grid_.dim(0)}};
   }
 
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
