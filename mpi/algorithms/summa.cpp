@@ -45,11 +45,10 @@ class Summa final : public ClassicalAlgorithm<Summa> {
       while (o.device_limit > 0 && width_ > 256 &&
              bytes(total_words(mi, nj, width_, false), width_) > double(o.device_limit))
         width_ = (width_ + 1) / 2;
-      // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
-      // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
-      // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
-      // k-half) starts on the rank's own columns (run_whole_k); otherwise the gather comes
-      // first, a small price over NVLink.
+      // A Strassen-like engine gets one whole-k product where the gathered operands fit (two
+      // half-k products take longer: docs/performance.md). Where only A is gathered, an engine
+      // that can (gpu-winograd, on a k-half) starts on the rank's own columns (run_whole_k);
+      // otherwise the gather comes first, a small price over NVLink.
       // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
       // rank's own block, which the limit counted already (device_limit is what is left after
       // the operands' mean share: m k / P of them A's).
@@ -96,8 +95,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return bytes;
   }
   // This rank's blocks live where the whole-k gathers land them (gathered_place), so that
-  // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
-  // before the product starts) nor a second copy of the block is needed.
+  // neither a copy in each multiply (docs/performance.md) nor a second copy of the block is needed.
   std::optional<DeviceHome> device_home(Input which) const override {
     if (!inputs_at_home_ || !whole_k_ || !(which == Input::a ? broadcasts_a() : broadcasts_b()))
       return std::nullopt;
