@@ -30,8 +30,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "algorithms.hpp"
 #include "caps.hpp"
