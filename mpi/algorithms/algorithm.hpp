@@ -17,6 +17,7 @@
 #include "../../src/core/matrix.hpp"
 #include "../../src/core/settings.hpp"
 #include "../runtime/comm.hpp"
+#include "../runtime/counting_space.hpp"
 #include "../runtime/device_space.hpp"
 #include "../runtime/partition.hpp"
 
@@ -218,9 +219,11 @@ class DistAlgorithm {
 
  protected:
   void step_done(int done, int total) const {
-    if (progress_) progress_(done, total);
+    if (progress_ && !counting_) progress_(done, total);
   }
-  void reset_phases() { phase_seconds_.assign(phase_names().size(), 0.0); }
+  void reset_phases() {
+    if (!counting_) phase_seconds_.assign(phase_names().size(), 0.0);
+  }
   // The algorithm's communicators in `space` (DeviceSpace::comm), made once; forget_comms()
   // drops them when the algorithm moves to another space.
   virtual void prepare_comms(DeviceSpace& space) { (void)space; }
@@ -258,7 +261,23 @@ class DistAlgorithm {
   int rest_mark() const { return rest_mark_; }
   template <class T>
   T* device_buffer(std::size_t i) const {
-    return i < device_buffers_.size() ? device_buffers_[i].template as<T>() : nullptr;
+    const std::vector<DeviceBlock>& b = counting_ ? *counting_ : device_buffers_;
+    return i < b.size() ? b[i].template as<T>() : nullptr;
+  }
+  // The counts of the schedule that f(space) runs in a counting space (counting_space.hpp),
+  // whose buffers device_buffer() reaches meanwhile, with phase times and progress off: an
+  // algorithm's analytic counts from its schedule itself.
+  template <class F>
+  SpaceCounts counted(F&& f) const {
+    CountingSpace cs;
+    std::vector<DeviceBlock> bufs;
+    for (std::size_t b : device_buffer_bytes(Dtype::f64)) bufs.push_back(cs.alloc(b));
+    struct Counting {  // (only counting_ changes, and back, however the run ends)
+      const std::vector<DeviceBlock>*& bufs;
+      ~Counting() { bufs = nullptr; }
+    } on{counting_ = &bufs};
+    f(cs);
+    return cs.counts;
   }
   // Times f() and adds it to phase `index` (of phase_names()), in a host space; on a GPU the
   // host's clock would time only the queueing.
@@ -266,7 +285,7 @@ class DistAlgorithm {
   void timed(std::size_t index, F&& f) {
     const double t0 = MPI_Wtime();
     f();
-    if (host_clock_ && index < phase_seconds_.size()) phase_seconds_[index] += MPI_Wtime() - t0;
+    if (host_clock_ && !counting_ && index < phase_seconds_.size()) phase_seconds_[index] += MPI_Wtime() - t0;
   }
 
  private:
@@ -282,6 +301,7 @@ class DistAlgorithm {
 
  protected:
   int rest_mark_ = -1;  // set around run_device by AlgorithmBase
+  mutable const std::vector<DeviceBlock>* counting_ = nullptr;  // a counting run's buffers (counted())
   Piece piece_a_, piece_b_, piece_c_;
 };
 

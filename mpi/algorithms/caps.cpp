@@ -30,12 +30,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "algorithms.hpp"
 #include "caps.hpp"
-#include "../runtime/counting_space.hpp"
 #include "../runtime/pipeline.hpp"
 #include "../runtime/rate_balancer.hpp"
 #include "../../src/core/settings.hpp"
@@ -203,28 +200,24 @@ class Caps final : public AlgorithmBase<Caps> {
     EstimateAccumulator acc;
     double flops_sum = 0, unit = 0;
     for (int r = 0; r < world_.size(); ++r) {
-      CountingSpace cs;
-      Counted k;
-      for (std::size_t b : device_buffer_bytes(Dtype::f64)) k.bufs.push_back(cs.alloc(b));
       Stage st = top_, end = top_;
       st.rank = end.rank = r;
       double repeats = 1;  // the dealt stage's entries (DFS steps above it)
-      for (CapsStep c : steps_) {
-        if (c == CapsStep::dealt) break;
-        if (c == CapsStep::bfs) k.comms.peers.push_back(cs.comm_as(end.qc() % 7, 7));
-        repeats *= c == CapsStep::dfs ? 7 : 1;
-        end = c == CapsStep::bfs ? end.child_bfs() : end.child_dfs();
-      }
-      k.comms.dealt = cs.comm_as(end.rank, end.P);
-      k.comms.rows = cs.comm_as(end.qc(), end.Qc()), k.comms.cols = cs.comm_as(end.qr(), end.mr);
-      struct Counting {  // (only counted_ changes, and back, however the run ends)
-        Caps* self;
-        ~Counting() { self->counted_ = nullptr; }
-      } on{const_cast<Caps*>(this)};
-      on.self->counted_ = &k;
-      on.self->recurse<double>(cs, st, 0, k.bufs[0].as<double>(), k.bufs[1].as<double>(), k.bufs[2].as<double>());
+      const SpaceCounts n = counted([&](CountingSpace& cs) {
+        SpaceComms k;
+        for (CapsStep c : steps_) {
+          if (c == CapsStep::dealt) break;
+          if (c == CapsStep::bfs) k.peers.push_back(cs.comm_as(end.qc() % 7, 7));
+          repeats *= c == CapsStep::dfs ? 7 : 1;
+          end = c == CapsStep::bfs ? end.child_bfs() : end.child_dfs();
+        }
+        k.dealt = cs.comm_as(end.rank, end.P);
+        k.rows = cs.comm_as(end.qc(), end.Qc()), k.cols = cs.comm_as(end.qr(), end.mr);
+        Caps& self = const_cast<Caps&>(*this);
+        self.counting_comms_ = &k;
+        self.recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
+      });
       // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
-      const SpaceCounts& n = cs.counts;
       acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
       flops_sum += n.flops;
       if (dealt_levels_ > 0) unit = repeats * 2.0 * double(end.lm()) * double(end.ln()) * double(end.lk());
@@ -315,14 +308,14 @@ class Caps final : public AlgorithmBase<Caps> {
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
-    T *a = buffer<T>(0), *b = buffer<T>(1), *c = buffer<T>(2);
-    phase(tail_phase(2), [&] {
+    T *a = device_buffer<T>(0), *b = device_buffer<T>(1), *c = device_buffer<T>(2);
+    timed(tail_phase(2), [&] {
       pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a, top_.a_len());
       pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b, top_.b_len());
     });
     recurse<T>(sp, top_, 0, a, b, c);
     step_done(1, 1);
-    phase(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
+    timed(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
       for_each_part_block(s_.m, s_.n, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
         sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, c + z, ld(h), nr, cnt, alpha, beta);
       });
@@ -363,19 +356,19 @@ class Caps final : public AlgorithmBase<Caps> {
     if (st.steps == 0) return leaf<T>(sp, st, a, b, c);
     if (steps_[depth] == CapsStep::dealt) return dealt<T>(sp, st, depth, a, b, c);
     const index_t qa = st.a_len() / 4, qb = st.b_len() / 4, qc = st.c_len() / 4;
-    auto buf = [&](int i) { return buffer<T>(level_buffer(depth, i)); };
+    auto buf = [&](int i) { return device_buffer<T>(level_buffer(depth, i)); };
     if (steps_[depth] == CapsStep::dfs) {
       const Stage ch = st.child_dfs();
       T *s = buf(0), *t = buf(1), *mprod = buf(2);
       std::array<bool, 4> touched{};
       for (int j = 0; j < 7; ++j) {
-        phase(level_phase(depth, kSums), [&] {
+        timed(level_phase(depth, kSums), [&] {
           form_sums<T>(sp, a, qa, f_.a, j, j + 1, s);
           form_sums<T>(sp, b, qb, f_.b, j, j + 1, t);
         });
         recurse<T>(sp, ch, depth + 1, s, t, mprod);
-        if (depth == 0 && !counted_) step_done(j + 1, 8);  // the top-level DFS products
-        phase(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
+        if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
+        timed(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
       }
       return;
     }
@@ -383,7 +376,7 @@ class Caps final : public AlgorithmBase<Caps> {
     const Stage ch = st.child_bfs();
     DeviceComm& peers = *comms().peers[std::size_t(std::count(steps_.begin(), steps_.begin() + depth, CapsStep::bfs))];
     T *s = buf(0), *t = buf(1), *mall = buf(2), *sub_a = buf(3), *sub_b = buf(4), *sub_c = buf(5), *tmp = buf(6);
-    phase(level_phase(depth, kSums), [&] {
+    timed(level_phase(depth, kSums), [&] {
       for (int j0 : {0, 4}) {  // (the fused pass takes up to four outputs)
         form_sums<T>(sp, a, qa, f_.a, j0, std::min(j0 + 4, 7), s + j0 * qa, qa);
         form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), t + j0 * qb, qb);
@@ -394,17 +387,17 @@ class Caps final : public AlgorithmBase<Caps> {
     // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns.
     auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
     auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
-    phase(level_phase(depth, kExchangeIn), [&] {
+    timed(level_phase(depth, kExchangeIn), [&] {
       exchange<T>(sp, peers, true, s, qa, sub_a, L, rows_a, wa, g, tmp);
       exchange<T>(sp, peers, true, t, qb, sub_b, L, rows_b, wb, g, tmp);
       sp.compute_waits_for_comm();
     });
     recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
-    phase(level_phase(depth, kExchangeOut), [&] {
+    timed(level_phase(depth, kExchangeOut), [&] {
       exchange<T>(sp, peers, false, mall, qc, sub_c, L, rows_a, wb, g, tmp);
       sp.compute_waits_for_comm();
     });
-    phase(level_phase(depth, kCombine), [&] {
+    timed(level_phase(depth, kCombine), [&] {
       for (int q = 0; q < 4; ++q) {  // C_q = sum_j c[j][q] M_j (at most four terms in either formula)
         DeviceSpace::Combination k;
         k.n_out = 1, k.out[0] = c + q * qc;
@@ -482,7 +475,7 @@ class Caps final : public AlgorithmBase<Caps> {
           s.at[i] = parent + q * len, s.from_x[i] = parent_in_x;
         } else {
           T* dst = l == L ? out : s.store[i];
-          phase(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
+          timed(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
           s.at[i] = dst, s.from_x[i] = false;
         }
         s.prefix[i] = pre;
@@ -500,7 +493,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
     index_t quarter = blk_c;
     auto add = [&](int l, const T* M, int d) {
-      phase(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
+      timed(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
     };
     add(L - 1, q, digit(j, L, L));
     for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {  // (every quadrant got a product)
@@ -526,11 +519,11 @@ class Caps final : public AlgorithmBase<Caps> {
     DealtSums<T> sa(L), sb(L);
     std::vector<T*> cm(std::size_t(L), nullptr);
     for (int l = 1; l < L; ++l) {
-      sa.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 0));
-      sb.store[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 1));
-      cm[std::size_t(l)] = buffer<T>(level_buffer(depth + l, 2));
+      sa.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 0));
+      sb.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 1));
+      cm[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 2));
     }
-    auto buf = [&](DealtBuffer w, std::size_t t) { return buffer<T>(dealt_buffer(w, int(t % 2))); };
+    auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
     std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
     std::array<std::vector<const T*>, 2> from_a, from_b;
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
@@ -549,7 +542,7 @@ class Caps final : public AlgorithmBase<Caps> {
         from_a[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa);
         from_b[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob);
       }
-      phase(x_in, [&] {
+      timed(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         if (mine >= 0)
@@ -575,7 +568,7 @@ class Caps final : public AlgorithmBase<Caps> {
     auto post_out = [&](std::size_t t) {  // after the round's product
       const DealtStep& s = plan.steps[t];
       const int mine = plan.index_of(t, me);
-      phase(x_out, [&] {
+      timed(x_out, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         if (blk_c > 0)
@@ -589,7 +582,7 @@ class Caps final : public AlgorithmBase<Caps> {
       });
     };
     auto combine_round = [&](std::size_t t) {  // once the round's products are here
-      phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
+      timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
       if (blk_c == 0) return;
       const DealtStep& s = plan.steps[t];
       for (std::size_t i = 0; i < s.owners.size(); ++i) {
@@ -602,13 +595,13 @@ class Caps final : public AlgorithmBase<Caps> {
     // chunk of T_j, which gives its own chunk of the product, combined as a dealt one is. Round
     // 0's buffers are free again (the comm lane is waited for first).
     auto split_product = [&](index_t j) {
-      T* s_all = buffer<T>(dealt_buffer(kSubA, 0));
-      T* t_mine = buffer<T>(dealt_buffer(kSendB, 0));
-      T* product = buffer<T>(dealt_buffer(kSubC, 0));
+      T* s_all = device_buffer<T>(dealt_buffer(kSubA, 0));
+      T* t_mine = device_buffer<T>(dealt_buffer(kSendB, 0));
+      T* product = device_buffer<T>(dealt_buffer(kSubC, 0));
       T* s_mine = s_all + chunk_begin(lk, me, P) * lm;
       const T* fs = dealt_sum<T>(sp, depth, j, L, a, st.a_len(), f_.a, sa, s_mine);
       const T* ft = dealt_sum<T>(sp, depth, j, L, b, st.b_len(), f_.b, sb, t_mine);
-      phase(x_in, [&] {
+      timed(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
         for (int r = 0; r < P; ++r) {
@@ -620,29 +613,29 @@ class Caps final : public AlgorithmBase<Caps> {
         if (fs != s_mine) sp.copy(s_mine, blk_a, fs, blk_a, blk_a, 1, Lane::comm);
         sp.compute_waits_for_comm();
       });
-      phase(tail_phase(1), [&] {
+      timed(tail_phase(1), [&] {
         sp.gemm<T>(Op::N, Op::N, lm, cwn(me), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
       });
       if (blk_c > 0) dealt_product<T>(sp, depth, j, L, static_cast<const T*>(product), blk_c, c, cm, touched);
     };
     if (!plan.steps.empty()) post_in(0);
     for (std::size_t t = 0; t < plan.steps.size(); ++t) {
-      if (balanced_ && t == 1) phase(x_in, [&] { times.wait(); }), plan.balance(times.all);
+      if (balanced_ && t == 1) timed(x_in, [&] { times.wait(); }), plan.balance(times.all);
       plan.extend_to(t + 1);  // (balanced: may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
-      phase(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
+      timed(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
       if (plan.index_of(t, me) >= 0) {
-        if (t >= 2) phase(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
+        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
         const double t0 = MPI_Wtime();
-        phase(tail_phase(1), [&] {
+        timed(tail_phase(1), [&] {
           sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
         });
-        if (t == 0 && balanced_ && !counted_)  // (every rank has one in round 0) not counted
+        if (t == 0 && balanced_ && !counting_)  // (every rank has one in round 0) not counted
           times.post(groups_.empty() ? world_ : groups_.back(), {skewed(skew_, me, MPI_Wtime() - t0)});
       }
       if (t >= 1) combine_round(t - 1);
       post_out(t);
-      if (depth == 0 && !counted_) step_done(int(t + 1), int(plan.steps.size()));
+      if (depth == 0) step_done(int(t + 1), int(plan.steps.size()));
     }
     if (!plan.steps.empty()) combine_round(plan.steps.size() - 1);
     sp.compute_waits_for_comm();
@@ -659,14 +652,14 @@ class Caps final : public AlgorithmBase<Caps> {
     const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
     const index_t h = st.rows_of(lm), wn = st.cols_of(ln);
     if (st.P == 1) {
-      phase(tail_phase(1), [&] { sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, ld(lm), b, ld(lk), T(0), c, ld(lm)); });
+      timed(tail_phase(1), [&] { sp.gemm<T>(Op::N, Op::N, lm, wn, lk, T(1), a, ld(lm), b, ld(lk), T(0), c, ld(lm)); });
       return;
     }
     const int mr = st.mr, mc = st.Qc(), qr = st.qr(), qc = st.qc();
     const index_t hb = st.rows_of(lk);
     const std::vector<KPanel> panels = leaf_panels(lk, mr, mc);
-    T* abuf[2] = {buffer<T>(leaf_buffer(0)), buffer<T>(leaf_buffer(1))};
-    T* bbuf[2] = {buffer<T>(leaf_buffer(2)), buffer<T>(leaf_buffer(3))};
+    T* abuf[2] = {device_buffer<T>(leaf_buffer(0)), device_buffer<T>(leaf_buffer(1))};
+    T* bbuf[2] = {device_buffer<T>(leaf_buffer(2)), device_buffer<T>(leaf_buffer(3))};
     std::array<const T*, 2> ap{};
     if (panels.empty()) sp.zero(c, std::size_t(h * wn) * sizeof(T), Lane::compute);
     auto held = sp.hold_output(c, h, wn, ld(h));  // C may stay on a staging GPU across the panels
@@ -676,7 +669,7 @@ class Caps final : public AlgorithmBase<Caps> {
           const KPanel& p = panels[std::size_t(t)];
           T* asrc = qc == p.a_owner ? const_cast<T*>(a) + (p.k0 - chunk_begin(lk, qc, mc)) * h : abuf[t % 2];
           if (qr == p.b_owner) sp.copy(bbuf[t % 2], ld(p.width), b + (p.k0 - chunk_begin(lk, qr, mr)), ld(hb), p.width, wn, Lane::comm);
-          phase(tail_phase(0), [&] {
+          timed(tail_phase(0), [&] {
             comms().rows->broadcast(asrc, h * p.width, p.a_owner);
             comms().cols->broadcast(bbuf[t % 2], p.width * wn, p.b_owner);
           });
@@ -684,12 +677,12 @@ class Caps final : public AlgorithmBase<Caps> {
         },
         [&](int t) {
           const index_t w = panels[std::size_t(t)].width;
-          phase(tail_phase(1), [&] {
+          timed(tail_phase(1), [&] {
             sp.gemm<T>(Op::N, Op::N, h, wn, w, T(1), ap[std::size_t(t % 2)], ld(h), bbuf[t % 2], ld(w),
                        t == 0 ? T(0) : T(1), c, ld(h));
           });
         },
-        [&](auto&& wait) { phase(tail_phase(0), wait); });
+        [&](auto&& wait) { timed(tail_phase(0), wait); });
   }
 
   // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
@@ -732,22 +725,8 @@ class Caps final : public AlgorithmBase<Caps> {
     std::unique_ptr<DeviceComm> dealt, rows, cols;
     bool ready = false;
   } comms_;
-  // A counting run's buffers and communicators (analytic), else null.
-  struct Counted {
-    std::vector<DeviceBlock> bufs;
-    SpaceComms comms;
-  }* counted_ = nullptr;
-  SpaceComms& comms() { return counted_ ? counted_->comms : comms_; }
-  template <class T>
-  T* buffer(std::size_t i) const {
-    return counted_ ? counted_->bufs[i].template as<T>() : device_buffer<T>(i);
-  }
-  // Phase timers and progress off in a counting run.
-  template <class F>
-  void phase(std::size_t i, F&& f) {
-    if (counted_) f();
-    else timed(i, f);
-  }
+  SpaceComms* counting_comms_ = nullptr;  // a counting run's (analytic)
+  SpaceComms& comms() { return counting_ ? *counting_comms_ : comms_; }
 };
 
 }  // namespace

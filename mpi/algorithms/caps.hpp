@@ -1,10 +1,12 @@
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "algorithm.hpp"
+#include "../runtime/rate_balancer.hpp"
 
 namespace distmm {
 // P = m * 7^k with m in 1..6 (the rank counts CAPS takes): {m, k}; none otherwise.
@@ -16,7 +18,7 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
 std::unique_ptr<DistAlgorithm> make_caps_schedule(const Comm& world, GemmShape s, const CapsSteps& steps,
                                                   const BilinearFormula& f, bool device_resident);
 
-// The order in which the dealt steps' subproblems go out (caps_plan.cpp): round s gives
+// The order in which the dealt steps' subproblems go out: round s gives
 // subproblem j0 + i to owners[i]. Rounds 0 and 1 give one to every rank; where balanced, the rest
 // are shared out by the rate balancer (balance: rate_shares, mpi/runtime/rate_balancer.hpp, from
 // the round-0 products' times, gathered once), and rank r's n_r spread evenly over the next max n
@@ -29,14 +31,32 @@ struct DealtStep {
 struct DealtPlan {
   // J subproblems over P ranks. Balanced: rounds 0 and 1 (the rest once balance() has the
   // times); else round-robin in whole rounds, the last J mod P left (split over all ranks).
-  DealtPlan(index_t J, int P, bool balanced);
+  DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) {
+    if (balanced) add(), add();
+    else
+      while (J - next >= P) add();
+  }
   std::vector<DealtStep> steps;
   index_t next = 0, J = 0;
   int P = 1;
   std::vector<index_t> n;  // from round 2 on, each rank's share; empty: every rank in every round
-  void add();              // the next round
-  void balance(const std::vector<double>& sec_per_product);  // n for what is not dealt yet
-  void extend_to(std::size_t t);  // balanced: rounds up to t (while subproblems are left)
-  int index_of(std::size_t t, int r) const;                   // r's place in round t (-1: none)
+  void add() {             // the next round
+    DealtStep s{next, {}};
+    const index_t k = index_t(steps.size()) - 2, most = n.empty() ? 1 : *std::max_element(n.begin(), n.end());
+    for (int r = 0; r < P && next < J; ++r)
+      if (n.empty() || (k + 1) * n[std::size_t(r)] / most > k * n[std::size_t(r)] / most)
+        s.owners.push_back(r), ++next;
+    steps.push_back(std::move(s));
+  }
+  // n for what is not dealt yet
+  void balance(const std::vector<double>& sec_per_product) { n = rate_shares(J - next, sec_per_product); }
+  void extend_to(std::size_t t) {  // balanced: rounds up to t (while subproblems are left)
+    while (!n.empty() && steps.size() <= t && next < J) add();
+  }
+  int index_of(std::size_t t, int r) const {  // r's place in round t (-1: none)
+    const auto& o = steps[t].owners;
+    const auto it = std::find(o.begin(), o.end(), r);
+    return it == o.end() ? -1 : int(it - o.begin());
+  }
 };
 }  // namespace distmm

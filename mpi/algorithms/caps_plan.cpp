@@ -1,5 +1,5 @@
-// CAPS's plan (caps.cpp holds its schedule): the rank counts it takes, its memory per rank, the
-// choice of steps and formula within memory by the cost model, and the dealt rounds' owners.
+// CAPS's plan (caps.cpp holds its schedule, caps.hpp the dealt rounds' owners): the rank counts
+// it takes, its memory per rank, the choice of steps and formula within memory by the cost model.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,7 +7,6 @@
 #include "algorithms.hpp"
 #include "caps.hpp"
 #include "cost_model.hpp"
-#include "../runtime/rate_balancer.hpp"
 
 namespace distmm {
 
@@ -46,35 +45,6 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
   return std::max(peak, live + leaf_extra + ws);
 }
 
-DealtPlan::DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) {
-  if (balanced) add(), add();
-  else
-    while (J - next >= P) add();
-}
-
-void DealtPlan::add() {
-  DealtStep s{next, {}};
-  const index_t k = index_t(steps.size()) - 2, most = n.empty() ? 1 : *std::max_element(n.begin(), n.end());
-  for (int r = 0; r < P && next < J; ++r)
-    if (n.empty() || (k + 1) * n[std::size_t(r)] / most > k * n[std::size_t(r)] / most)
-      s.owners.push_back(r), ++next;
-  steps.push_back(std::move(s));
-}
-
-void DealtPlan::balance(const std::vector<double>& sec_per_product) {
-  n = rate_shares(J - next, sec_per_product);
-}
-
-void DealtPlan::extend_to(std::size_t t) {
-  while (!n.empty() && steps.size() <= t && next < J) add();
-}
-
-int DealtPlan::index_of(std::size_t t, int r) const {
-  const auto& o = steps[t].owners;
-  const auto it = std::find(o.begin(), o.end(), r);
-  return it == o.end() ? -1 : int(it - o.begin());
-}
-
 std::optional<std::pair<int, int>> caps_factors(int P) {
   int m = P, k = 0;
   while (m > 0 && m % 7 == 0) m /= 7, ++k;
@@ -90,9 +60,6 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   int v7 = 0;  // BFS steps this rank count allows above dealt steps (7^v7 divides P)
   for (int q = P; q % 7 == 0; q /= 7) ++v7;
   const index_t smallest = std::min({s.m, s.n, s.k});
-  auto make = [&](const CapsSteps& seq, const BilinearFormula& f) {
-    return make_caps_schedule(world, s, seq, f, o.device_resident);
-  };
   auto no_fit = [&] {
     int lo = 1, hi = 1;
     for (int p = 1; p <= 6 * 7 * 7 * 7 * 7; ++p) {
@@ -187,10 +154,10 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       else throw no_fit();
     }
   }
-  std::vector<const BilinearFormula*> formulas;
-  if (o.formula) formulas.push_back(o.formula);
-  else formulas = {&kStrassenFormula, &kWinogradFormula};
-  if (sequences.size() == 1 && formulas.size() == 1) return make(sequences[0], *formulas[0]);
+  const std::vector<const BilinearFormula*> formulas =
+      o.formula ? std::vector{o.formula} : std::vector{&kStrassenFormula, &kWinogradFormula};
+  if (sequences.size() == 1 && formulas.size() == 1)
+    return make_caps_schedule(world, s, sequences[0], *formulas[0], o.device_resident);
 
   // The candidates' predicted times (cost_model.hpp) from their exact counts.
   const MachineModel mm = machine_model_for(world, o.device_resident, engine ? engine->name() : "", dt, double(s.m), double(s.n), double(s.k));
@@ -200,7 +167,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   std::vector<double> t, words;
   for (const CapsSteps& seq : sequences)
     for (const BilinearFormula* f : formulas) {
-      cands.push_back(make(seq, *f));
+      cands.push_back(make_caps_schedule(world, s, seq, *f, o.device_resident));
       keys.push_back((seq.empty() ? std::string("-") : to_string(seq)) + " " + f->name);
       const CommEstimate e = cands.back()->analytic();
       t.push_back(predicted_seconds(mm, e, elem));

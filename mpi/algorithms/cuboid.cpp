@@ -50,17 +50,13 @@ double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
 class Cuboid final : public ClassicalAlgorithm<Cuboid> {
  public:
   Cuboid(const Comm& world, GemmShape s, CuboidGrid g)
-      : ClassicalAlgorithm(s, g.pm, g.pn), g_(g), P_(world.size()), pk_{s.k, g.pk} {
-    active_ = world.rank() < g_.used();
+      : ClassicalAlgorithm(world, s, g.pm, g.pn), g_(g), pk_{s.k, g.pk} {
+    place(rank_);
     // Every rank takes part in the splits (collective); idle ranks get no communicator.
-    if (active_) std::tie(i_, j_, l_) = coords(world.rank());
     a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
     b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
     c_comm_ = world.split(active_ ? i_ * g_.pn + j_ : -1, l_);
     if (!active_) return;
-    if (g_.pn > 1) space_comms_.push_back({&a_comm_, &dev_a_});  // only those used
-    if (g_.pm > 1) space_comms_.push_back({&b_comm_, &dev_b_});
-    if (g_.pk > 1) space_comms_.push_back({&c_comm_, &dev_c_});
     // A(i, l): this rank's share of each k-step's columns; B(l, j) and C(i, j): its share of the
     // columns, among the pm ranks (*, j, l) and the pk ranks (i, j, *).
     for (int c = 0; c < g_.steps && pm_.size(i_) > 0; ++c) {
@@ -96,18 +92,14 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   index_t depth() const { return (pk_.max_size() + g_.steps - 1) / g_.steps; }  // of the largest k-step
   double peak_words() const { return cuboid_peak_words(s_, g_); }
 
-  CommEstimate analytic() const override {
-    return EstimateAccumulator::over(P_, [&](int r, double& words, double& msgs) {
-      if (r >= g_.used()) return 0.0;  // an idle rank
-      auto [i, j, l] = coords(r);
-      for (int c = 0; c < g_.steps; ++c) {
-        const index_t kc = step_size(l, c);
-        if (g_.pn > 1) charge(part_counts(kc, g_.pn, pm_.size(i)), j, words, msgs);  // A's k-slice
-        if (g_.pm > 1) charge(part_counts(pn_.size(j), g_.pm, kc), i, words, msgs);  // B's k-slice
-      }
-      if (g_.pk > 1) charge(part_counts(pn_.size(j), g_.pk, pm_.size(i)), l, words, msgs);  // C's sums
-      return 2 * double(pm_.size(i)) * double(pn_.size(j)) * double(pk_.size(l));
-    });
+  PlacedComms place(int r) {
+    active_ = r < g_.used();
+    std::tie(i_, j_, l_) = active_ ? std::tuple{r / (g_.pn * g_.pk), r / g_.pk % g_.pn, r % g_.pk} : std::tuple{0, 0, 0};
+    PlacedComms used;  // (none on an idle rank)
+    if (active_ && g_.pn > 1) used.push_back({&a_comm_, &dev_a_, j_, g_.pn});
+    if (active_ && g_.pm > 1) used.push_back({&b_comm_, &dev_b_, i_, g_.pm});
+    if (active_ && g_.pk > 1) used.push_back({&c_comm_, &dev_c_, l_, g_.pk});
+    return used;
   }
 
   // Per slot (two, for the double-buffered k-steps): A(i, l)'s gathered k-slice, its padded
@@ -255,22 +247,13 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     for (int q = 0; q < parts; ++q) c[q] = scale * share(n, parts, q);
     return c;
   }
-  // What rank `me` of such a collective is charged (comm.hpp): the other non-empty parts.
-  static void charge(const std::vector<index_t>& counts, int me, double& words, double& msgs) {
-    for (std::size_t q = 0; q < counts.size(); ++q)
-      if (int(q) != me && counts[q] > 0) words += double(counts[q]), msgs += 1;
-  }
   static index_t share_begin(index_t n, int parts, int q) { return Partition1D{n, parts}.start(q); }
 
-  std::tuple<int, int, int> coords(int r) const {
-    return {r / (g_.pn * g_.pk), r / g_.pk % g_.pn, r % g_.pk};
-  }
   // k-steps of layer l: step c covers [step_begin, step_begin + step_size) of the block's k.
   index_t step_size(int l, int c) const { return share(pk_.size(l), g_.steps, c); }
   index_t step_begin(int l, int c) const { return share_begin(pk_.size(l), g_.steps, c); }
 
   CuboidGrid g_;
-  int P_;
   Partition1D pk_;
   bool active_ = false;
   int i_ = 0, j_ = 0, l_ = 0;

@@ -12,13 +12,12 @@ namespace {
 class Dns final : public ClassicalAlgorithm<Dns> {
  public:
   Dns(const Comm& world, GemmShape s, int q)
-      : ClassicalAlgorithm(s, q, q), q_(q), grid_(world, {q, q, q}, false), pk_{s.k, q} {
-    int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
+      : ClassicalAlgorithm(world, s, q, q), q_(q), grid_(world, {q, q, q}, false), i_(grid_.coord(0)),
+        j_(grid_.coord(1)), l_(grid_.coord(2)), pk_{s.k, q} {
     depth_ = grid_.along({2});  // fixed (i, j), rank = l
     row_ = grid_.along({1});    // fixed (i, l), rank = j
     col_ = grid_.along({0});    // fixed (j, l), rank = i
-    space_comms_ = {{&depth_, &dev_depth_}, {&row_, &dev_row_}, {&col_, &dev_col_}};
-    if (l == 0) set_blocks(i, j, pk_, pk_);
+    if (l_ == 0) set_blocks(i_, j_, pk_, pk_);
   }
 
   std::string name() const override { return "dns"; }
@@ -30,58 +29,48 @@ class Dns final : public ClassicalAlgorithm<Dns> {
     return double(2 * mi * kl + 2 * kl * nj + 2 * mi * nj);
   }
 
-  CommEstimate analytic() const override {
-    return EstimateAccumulator::over(q_ * q_ * q_, [&](int r, double& words, double& msgs) {
-      const int i = r / (q_ * q_), j = r / q_ % q_, l = r % q_;
-      const double mi = double(pm_.size(i)), nj = double(pn_.size(j));
-      if (l == 0 && j != 0) words += mi * pk_.size(j), msgs += 1;  // A(i,j) to plane j
-      if (l == 0 && i != 0) words += pk_.size(i) * nj, msgs += 1;  // B(i,j) to plane i
-      if (j != l) words += mi * pk_.size(l), msgs += 1;            // A(i,l) broadcast
-      if (i != l) words += pk_.size(l) * nj, msgs += 1;            // B(l,j) broadcast
-      if (l != 0) words += mi * nj, msgs += 1;                     // reduction onto l = 0
-      return 2 * mi * nj * double(pk_.size(l));
-    });
+  PlacedComms place(int r) {
+    i_ = r / (q_ * q_), j_ = r / q_ % q_, l_ = r % q_;
+    return {{&depth_, &dev_depth_, l_, q_}, {&row_, &dev_row_, j_, q_}, {&col_, &dev_col_, i_, q_}};
   }
 
   // This rank's A(i, l) and B(l, j), and off the base plane its partial product.
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
-    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), kl = pk_.size(l_);
     return {std::size_t(mi * kl) * size_of(dt), std::size_t(kl * nj) * size_of(dt),
-            l != 0 ? std::size_t(mi * nj) * size_of(dt) : 0};
+            l_ != 0 ? std::size_t(mi * nj) * size_of(dt) : 0};
   }
 
   // Each step's transfers on the comm lane (DNS has no steps to overlap: the product needs both
   // broadcasts, and the reduction needs the product).
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    const int i = grid_.coord(0), j = grid_.coord(1), l = grid_.coord(2);
-    const index_t mi = pm_.size(i), nj = pn_.size(j), kl = pk_.size(l);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), kl = pk_.size(l_);
     T* a = device_buffer<T>(0);
     T* b = device_buffer<T>(1);
     sp.comm_waits_for_compute();
     // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
     dev_depth_->group_start();
-    if (l == 0) {
-      if (j != 0) dev_depth_->send(A.data, A.rows * A.cols, j);
-      if (i != 0) dev_depth_->send(B.data, B.rows * B.cols, i);
+    if (l_ == 0) {
+      if (j_ != 0) dev_depth_->send(A.data, mi * pk_.size(j_), j_);  // A(i, j), B(i, j)
+      if (i_ != 0) dev_depth_->send(B.data, pk_.size(i_) * nj, i_);
     }
-    if (l == j && l != 0) dev_depth_->recv(a, mi * kl, 0);
-    if (l == i && l != 0) dev_depth_->recv(b, kl * nj, 0);
+    if (l_ == j_ && l_ != 0) dev_depth_->recv(a, mi * kl, 0);
+    if (l_ == i_ && l_ != 0) dev_depth_->recv(b, kl * nj, 0);
     dev_depth_->group_end();
-    if (l == 0 && j == 0) sp.copy(a, std::max<index_t>(mi, 1), A.data, A.ld, mi, kl, Lane::comm);
-    if (l == 0 && i == 0) sp.copy(b, std::max<index_t>(kl, 1), B.data, B.ld, kl, nj, Lane::comm);
+    if (l_ == 0 && j_ == 0) sp.copy(a, std::max<index_t>(mi, 1), A.data, A.ld, mi, kl, Lane::comm);
+    if (l_ == 0 && i_ == 0) sp.copy(b, std::max<index_t>(kl, 1), B.data, B.ld, kl, nj, Lane::comm);
     step_done(1, 3);
     // 2. Within plane l: A(i, l) from (i, l, l) along j; B(l, j) from (l, j, l) along i.
-    dev_row_->broadcast(a, mi * kl, l);
-    dev_col_->broadcast(b, kl * nj, l);
+    dev_row_->broadcast(a, mi * kl, l_);
+    dev_col_->broadcast(b, kl * nj, l_);
     sp.compute_waits_for_comm();
     step_done(2, 3);
     // 3. Multiply, and sum the q partial products onto the base plane.
-    T* out = l != 0 ? device_buffer<T>(2) : C.data;
-    const index_t ldo = l != 0 ? std::max<index_t>(mi, 1) : C.ld;
+    T* out = l_ != 0 ? device_buffer<T>(2) : C.data;
+    const index_t ldo = l_ != 0 ? std::max<index_t>(mi, 1) : C.ld;
     sp.gemm<T>(Op::N, Op::N, mi, nj, kl, alpha, a, std::max<index_t>(mi, 1), b, std::max<index_t>(kl, 1),
-               l == 0 ? beta : T(0), out, ldo);
+               l_ == 0 ? beta : T(0), out, ldo);
     sp.comm_waits_for_compute();
     dev_depth_->reduce_sum(out, out, mi * nj, 0);
     sp.compute_waits_for_comm();
@@ -91,6 +80,7 @@ class Dns final : public ClassicalAlgorithm<Dns> {
  private:
   int q_;
   CartGrid grid_;
+  int i_, j_, l_;  // this rank's grid coordinates
   Comm depth_, row_, col_;
   Partition1D pk_;
   std::unique_ptr<DeviceComm> dev_depth_, dev_row_, dev_col_;  // destroyed before their Comms

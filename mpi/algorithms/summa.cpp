@@ -17,7 +17,7 @@ namespace {
 class Summa final : public ClassicalAlgorithm<Summa> {
  public:
   Summa(const Comm& world, GemmShape s, const AlgoOptions& o, int pr, int pc)
-      : ClassicalAlgorithm(s, pr, pc),
+      : ClassicalAlgorithm(world, s, pr, pc),
         inputs_at_home_(o.inputs_at_home),
         grid_(world, {pr, pc}, false),
         i_(grid_.coord(0)),
@@ -26,7 +26,6 @@ class Summa final : public ClassicalAlgorithm<Summa> {
         pkb_{s.k, pr} {
     row_ = grid_.along({1});
     col_ = grid_.along({0});
-    space_comms_ = {{&row_, &dev_row_}, {&col_, &dev_col_}};
     set_blocks(i_, j_, pka_, pkb_);
     // Default panel: one owner's whole block of k (up to 4096). Wide panels mean few passes over
     // the local C, whose read-modify-write traffic is what limits many ranks sharing a memory bus.
@@ -46,11 +45,10 @@ class Summa final : public ClassicalAlgorithm<Summa> {
       while (o.device_limit > 0 && width_ > 256 &&
              bytes(total_words(mi, nj, width_, false), width_) > double(o.device_limit))
         width_ = (width_ + 1) / 2;
-      // A Strassen-like engine gets one whole-k product where the gathered operands fit: on two
-      // H200s, gpu-winograd's two half-k products (f32 32768) took 0.514 s, 13% over half of one
-      // GPU's whole product. Where only A is gathered, an engine that can (gpu-winograd, on a
-      // k-half) starts on the rank's own columns (run_whole_k); otherwise the gather comes
-      // first, a small price over NVLink.
+      // A Strassen-like engine gets one whole-k product where the gathered operands fit (two
+      // half-k products take longer: docs/performance.md). Where only A is gathered, an engine
+      // that can (gpu-winograd, on a k-half) starts on the rank's own columns (run_whole_k);
+      // otherwise the gather comes first, a small price over NVLink.
       // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
       // rank's own block, which the limit counted already (device_limit is what is left after
       // the operands' mean share: m k / P of them A's).
@@ -77,15 +75,9 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return double(mi * pka_.max_size() + pkb_.max_size() * nj + mi * nj + total_words(mi, nj, depth(), whole_k_));
   }
 
-  CommEstimate analytic() const override {
-    return EstimateAccumulator::over(grid_.dim(0) * grid_.dim(1), [&](int r, double& words, double& msgs) {
-      const int i = r / grid_.dim(1), j = r % grid_.dim(1);
-      for (const auto& p : panels_) {
-        if (p.a_owner != j) words += double(pm_.size(i)) * p.width, msgs += 1;
-        if (p.b_owner != i) words += double(pn_.size(j)) * p.width, msgs += 1;
-      }
-      return 2.0 * double(pm_.size(i)) * double(pn_.size(j)) * double(s_.k);
-    });
+  PlacedComms place(int r) {
+    i_ = r / grid_.dim(1), j_ = r % grid_.dim(1);
+    return {{&row_, &dev_row_, j_, grid_.dim(1)}, {&col_, &dev_col_, i_, grid_.dim(0)}};
   }
 
   // This rank's columns of A and rows of B before the second k-part (first_rest_panel).
@@ -103,8 +95,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     return bytes;
   }
   // This rank's blocks live where the whole-k gathers land them (gathered_place), so that
-  // neither a copy in each multiply (on two H100s at f64 32768, 4.3 GB of A read and written
-  // before the product starts) nor a second copy of the block is needed.
+  // neither a copy in each multiply (docs/performance.md) nor a second copy of the block is needed.
   std::optional<DeviceHome> device_home(Input which) const override {
     if (!inputs_at_home_ || !whole_k_ || !(which == Input::a ? broadcasts_a() : broadcasts_b()))
       return std::nullopt;

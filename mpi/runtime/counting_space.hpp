@@ -15,34 +15,53 @@ struct SpaceCounts {
   double words = 0, msgs = 0, flops = 0, local = 0;
 };
 
+// Empty messages count where `empty` (as comm.hpp counts them: the classical algorithms'
+// analytic counts); CAPS's leave them out.
 class CountingComm final : public DeviceComm {
  public:
-  CountingComm(SpaceCounts& n, int rank, int size) : n_(n), rank_(rank), size_(size) {}
+  CountingComm(SpaceCounts& n, int rank, int size, bool empty) : n_(n), rank_(rank), size_(size), empty_(empty) {}
   void broadcast_call(void*, index_t n, Dtype, int root) override {
-    if (n > 0 && size_ > 1 && rank_ != root) n_.words += double(n), n_.msgs += 1;
+    if (size_ > 1 && rank_ != root) charge(n);
   }
-  void sendrecv_call(const void*, index_t ns, int, void*, index_t, int, Dtype) override {
-    if (ns > 0) n_.words += double(ns), n_.msgs += 1;
+  void sendrecv_call(const void*, index_t ns, int dest, void*, index_t, int, Dtype) override {
+    if (dest >= 0) charge(ns);
   }
-  void reduce_call(const void*, void*, index_t, Dtype, int) override { unsupported(); }
+  void reduce_call(const void*, void*, index_t n, Dtype, int root) override {
+    if (rank_ != root) charge(n);
+  }
+  // The other ranks' non-empty parts, as Comm::iallgatherv and Comm::reduce_scatter charge them.
+  void all_gather_v_call(const void*, void*, const std::vector<index_t>& counts, Dtype) override { others(counts); }
+  void reduce_scatter_v_call(void*, void*, const std::vector<index_t>& counts, Dtype) override { others(counts); }
   void all_gather_call(const void*, void*, index_t, Dtype) override { unsupported(); }
   void reduce_scatter_call(const void*, void*, index_t, Dtype) override { unsupported(); }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
  private:
-  [[noreturn]] static void unsupported() { throw std::logic_error("the counting space counts sends and broadcasts only"); }
+  [[noreturn]] static void unsupported() { throw std::logic_error("the counting space takes uneven parts only"); }
+  void charge(index_t n) {
+    if (n > 0 || empty_) n_.words += double(n), n_.msgs += 1;
+  }
+  void others(const std::vector<index_t>& counts) {
+    for (std::size_t q = 0; q < counts.size(); ++q)
+      if (int(q) != rank_ && counts[q] > 0) n_.words += double(counts[q]), n_.msgs += 1;
+  }
   SpaceCounts& n_;
   int rank_, size_;
+  bool empty_;
 };
 
 class CountingSpace final : public DeviceSpace {
  public:
   SpaceCounts counts;
   std::size_t elem_bytes = sizeof(double);  // of the schedule's type, for zero()
+  bool empty_messages = false;              // counted (CountingComm)
   // A communicator of `size` ranks in which the counted rank is `rank`.
-  std::unique_ptr<DeviceComm> comm_as(int rank, int size) { return std::make_unique<CountingComm>(counts, rank, size); }
+  std::unique_ptr<DeviceComm> comm_as(int rank, int size) {
+    return std::make_unique<CountingComm>(counts, rank, size, empty_messages);
+  }
   std::string transport() const override { return "none (counting)"; }
+  bool takes_uneven_parts() const override { return true; }
   // Distinct address ranges, 2^40 bytes apart, for pointer arithmetic and comparison alone.
   DeviceBlock alloc(std::size_t bytes) override {
     return DeviceBlock(this, reinterpret_cast<void*>(std::uintptr_t(++blocks_) << 40), bytes);
