@@ -192,7 +192,7 @@ TEST(OzakiAccuracy, ParsesTargets) {
 }
 
 // The correctly rounded conversion of the CRT's 128-bit integers.
-TEST(OzakiAccuracy, ConversionToDoubleIsCorrectlyRounded) {
+TEST(OzakiAccuracy, CrtConversionIsCorrectlyRounded) {
   std::mt19937_64 g(13);
   for (int t = 0; t < 100000; ++t) {
     U128 x;
