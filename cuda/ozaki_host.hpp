@@ -134,10 +134,10 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
   const long long kk = k * parts;
   // The |A||B|-aware statistics: magnitudes floored to 7 bits, exact sums; complex: per
   // component, Re from |Re a||Re b| + |Im a||Im b|, Im from |Re a||Im b| + |Im a||Re b|.
-  auto x_lower = [](const std::vector<Outer>& st) {
-    double x = 0;
-    for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? o.s / o.mx : 0);
-    return x;
+  auto x_lower = [](const std::vector<Outer>& st) {  // (in float, as the GPU's flags keep it)
+    float x = 0;
+    for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? float(o.s / o.mx) : 0.f);
+    return double(x);
   };
   auto product = [&] {
     ProductStats ps{0, 0};
