@@ -50,28 +50,22 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
     auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
     T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
     T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
-
     // Step t's blocks: the initial skew's (A(i, j) -> (i, j - i), B(i, j) -> (i - j, j)) for t = 0,
     // then shifts of A left by one and of B up by one; at step t the rank holds A(i, l), B(l, j)
     // with l = (i + j + t) mod q.
-    const T* cur[2][2] = {{A.data, B.data}, {nullptr, nullptr}};  // [slot][A or B]
+    const T* cur[2][2] = {};  // [slot][A or B]
     auto post = [&](int t) {
-      const int l = (i_ + j_ + t) % q_, slot = t % 2;
-      T* next_a = abuf[slot];
-      T* next_b = bbuf[slot];
+      const int l = (i_ + j_ + t) % q_, slot = t % 2, da = t == 0 ? i_ : 1, db = t == 0 ? j_ : 1;
+      // What this rank holds before step t: its own blocks, or step t - 1's (k-part lp).
+      const int lp = (l + q_ - 1) % q_;
+      const T* prev_a = t == 0 ? A.data : cur[1 - slot][0];
+      const T* prev_b = t == 0 ? B.data : cur[1 - slot][1];
+      const index_t ka = pk_.size(t == 0 ? j_ : lp), kb = pk_.size(t == 0 ? i_ : lp);
       dev_->group_start();  // both operands at once
-      if (t == 0) {
-        if (i_ % q_) dev_->sendrecv(A.data, mi * pk_.size(j_), at(i_, j_ - i_), next_a, mi * pk_.size(l), at(i_, j_ + i_));
-        if (j_ % q_) dev_->sendrecv(B.data, pk_.size(i_) * nj, at(i_ - j_, j_), next_b, pk_.size(l) * nj, at(i_ + j_, j_));
-        cur[0][0] = i_ % q_ ? next_a : A.data, cur[0][1] = j_ % q_ ? next_b : B.data;
-      } else {
-        const int lp = (l + q_ - 1) % q_;  // the previous step's blocks move on
-        const T* const* prev = cur[1 - slot];
-        dev_->sendrecv(prev[0], mi * pk_.size(lp), at(i_, j_ - 1), next_a, mi * pk_.size(l), at(i_, j_ + 1));
-        dev_->sendrecv(prev[1], pk_.size(lp) * nj, at(i_ - 1, j_), next_b, pk_.size(l) * nj, at(i_ + 1, j_));
-        cur[slot][0] = next_a, cur[slot][1] = next_b;
-      }
+      if (da % q_) dev_->sendrecv(prev_a, mi * ka, at(i_, j_ - da), abuf[slot], mi * pk_.size(l), at(i_, j_ + da));
+      if (db % q_) dev_->sendrecv(prev_b, kb * nj, at(i_ - db, j_), bbuf[slot], pk_.size(l) * nj, at(i_ + db, j_));
       dev_->group_end();
+      cur[slot][0] = da % q_ ? abuf[slot] : prev_a, cur[slot][1] = db % q_ ? bbuf[slot] : prev_b;
     };
     auto held = sp.hold_output(C.data, mi, nj, C.ld);  // C may stay on a staging GPU across the steps
     pipeline(sp, q_, post, [&](int t) {

@@ -159,15 +159,11 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
         timed(pack_phase, [&] { sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm); });
         mine = send;
       }
-      if (!pads) {
-        dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
-        return out;
-      }
-      dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
-      if (!even)
-        for (int q = 0; q < parts; ++q)
-          sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
-                  std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
+      if (pads) dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
+      else dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
+      for (int q = 0; !even && q < parts; ++q)
+        sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
+                std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
       return out;
     };
 
@@ -204,14 +200,11 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
           const StepOperands<T>& o = ops[c % 2];
           const index_t kc = step_size(l_, c);
           timed(2, [&] {
-            if (cut > 0) {  // the first part's product, then the rest's
-              sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
-              sp.wait_mark(Lane::compute, rest);
-              sp.gemm<T>(Op::N, Op::N, mi, nj, kc - cut, alpha, o.a + cut * o.lda, o.lda, o.b + cut, o.ldb, T(1), cp, ldc);
-            } else {
-              if (rest >= 0 && (c > 0 || cut == 0)) sp.wait_mark(Lane::compute, rest);
-              sp.gemm<T>(Op::N, Op::N, mi, nj, kc, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
-            }
+            const index_t k1 = std::max<index_t>(cut, 0);  // the first part's product (cut > 0), then the rest's
+            if (cut > 0) sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
+            if (rest >= 0 && (c > 0 || cut >= 0)) sp.wait_mark(Lane::compute, rest);
+            sp.gemm<T>(Op::N, Op::N, mi, nj, kc - k1, alpha, o.a + k1 * o.lda, o.lda, o.b + k1, o.ldb,
+                       cut > 0 ? T(1) : first, cp, ldc);
           });
           step_done(c + 1, steps + (reduce_c ? 1 : 0));
         },
@@ -220,18 +213,13 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
     timed(3, [&] {
       sp.comm_waits_for_compute();
-      if (!pads) {
-        dev_c_->reduce_scatter_v(cp, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
-      } else {
-        const T* send = cp;
-        if (nj % g_.pk != 0) {  // parts padded to the widest
-          for (int q = 0; q < g_.pk; ++q)
-            sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1),
-                    cp + mi * share_begin(nj, g_.pk, q), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
-          send = device_buffer<T>(13);
-        }
-        dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
-      }
+      const bool padded = pads && nj % g_.pk != 0;  // parts padded to the widest
+      for (int q = 0; padded && q < g_.pk; ++q)
+        sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
+                std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
+      T* send = padded ? device_buffer<T>(13) : cp;
+      if (pads) dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      else dev_c_->reduce_scatter_v(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
       sp.compute_waits_for_comm();
     });
     sp.scale_add<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), T(1), beta);

@@ -51,10 +51,8 @@ class Dns final : public ClassicalAlgorithm<Dns> {
     sp.comm_waits_for_compute();
     // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
     dev_depth_->group_start();
-    if (l_ == 0) {
-      if (j_ != 0) dev_depth_->send(A.data, mi * pk_.size(j_), j_);  // A(i, j), B(i, j)
-      if (i_ != 0) dev_depth_->send(B.data, pk_.size(i_) * nj, i_);
-    }
+    if (l_ == 0 && j_ != 0) dev_depth_->send(A.data, mi * pk_.size(j_), j_);  // A(i, j)
+    if (l_ == 0 && i_ != 0) dev_depth_->send(B.data, pk_.size(i_) * nj, i_);  // B(i, j)
     if (l_ == j_ && l_ != 0) dev_depth_->recv(a, mi * kl, 0);
     if (l_ == i_ && l_ != 0) dev_depth_->recv(b, kl * nj, 0);
     dev_depth_->group_end();

@@ -36,14 +36,12 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     // host's reason for narrow panels (C's traffic through a shared memory bus) does not apply.
     // Halved while the double-buffered panels and the engine's workspace exceed the device limit.
     if (o.device_resident && o.panel <= 0) {
-      width_ = std::max<index_t>(s.k, 1);
       const index_t mi = pm_.max_size(), nj = pn_.max_size();
-      // Buffers of `words` and the engine's workspace for a product of depth w.
-      auto bytes = [&](double words, index_t w) {
-        return words * size_of(o.dtype) + (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0);
+      // Buffers of `words` and the engine's workspace for a product of depth w within the limit.
+      auto fits = [&](double words, index_t w) {
+        return o.device_limit == 0 || words * size_of(o.dtype) + (o.engine ? double(o.engine->workspace_bytes(mi, nj, w, o.dtype)) : 0.0) <= double(o.device_limit);
       };
-      while (o.device_limit > 0 && width_ > 256 &&
-             bytes(total_words(mi, nj, width_, false), width_) > double(o.device_limit))
+      for (width_ = std::max<index_t>(s.k, 1); width_ > 256 && !fits(total_words(mi, nj, width_, false), width_);)
         width_ = (width_ + 1) / 2;
       // A Strassen-like engine gets one whole-k product where the gathered operands fit (two
       // half-k products take longer: docs/performance.md). Where only A is gathered, an engine
@@ -56,8 +54,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
                           : ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
                                 double(s.k) / double(pr * pc);
       whole_k_ = o.engine && o.engine->prefers_whole_k(mi, nj, s.k, o.dtype) && (broadcasts_a() || broadcasts_b()) &&
-                 (o.device_limit == 0 ||
-                  bytes(double(total_words(mi, nj, s.k, true)) - home, s.k) <= double(o.device_limit));
+                 fits(double(total_words(mi, nj, s.k, true)) - home, s.k);
       if (whole_k_) width_ = std::max<index_t>(s.k, 1);
     }
     // a_owner: the grid column holding A's columns, b_owner: the grid row holding B's rows
@@ -116,19 +113,14 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     auto post = [&](std::size_t t, int slot) {
       const KPanel& p = panels_[t];
       StepOperands<T>& o = ops[slot];
-      if (j_ == p.a_owner && (!along_rows || A.ld == mi)) {
-        o.a = A.data + (p.k0 - ka0) * A.ld, o.lda = A.ld;  // the owner's columns, in place
-      } else {
-        if (j_ == p.a_owner) sp.copy(abuf[slot], mi, A.data + (p.k0 - ka0) * A.ld, A.ld, mi, p.width, Lane::comm);
-        o.a = abuf[slot], o.lda = mi;
-      }
+      // The owner's columns of A (rows of B) read in place where they need not be contiguous.
+      const T *own_a = A.data + (p.k0 - ka0) * A.ld, *own_b = B.data + (p.k0 - kb0);
+      const bool a_in_place = j_ == p.a_owner && (!along_rows || A.ld == mi), b_in_place = i_ == p.b_owner && !along_cols;
+      if (j_ == p.a_owner && !a_in_place) sp.copy(abuf[slot], mi, own_a, A.ld, mi, p.width, Lane::comm);
+      if (i_ == p.b_owner && !b_in_place) sp.copy(bbuf[slot], p.width, own_b, B.ld, p.width, nj, Lane::comm);
+      o = {a_in_place ? own_a : abuf[slot], std::max<index_t>(a_in_place ? A.ld : mi, 1),
+           b_in_place ? own_b : bbuf[slot], std::max<index_t>(b_in_place ? B.ld : p.width, 1)};
       if (along_rows) dev_row_->broadcast(const_cast<T*>(o.a), mi * p.width, p.a_owner);
-      if (i_ == p.b_owner && !along_cols) {
-        o.b = B.data + (p.k0 - kb0), o.ldb = B.ld;  // the owner's rows, in place (strided)
-      } else {
-        if (i_ == p.b_owner) sp.copy(bbuf[slot], p.width, B.data + (p.k0 - kb0), B.ld, p.width, nj, Lane::comm);
-        o.b = bbuf[slot], o.ldb = p.width;
-      }
       if (along_cols) dev_col_->broadcast(const_cast<T*>(o.b), p.width * nj, p.b_owner);
     };
 
@@ -146,8 +138,8 @@ class Summa final : public ClassicalAlgorithm<Summa> {
         [&](int t) {
           if (std::size_t(t) == rest_from) sp.wait_mark(Lane::compute, rest);  // its owner's operands in place
           const StepOperands<T>& o = ops[t % 2];
-          sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[std::size_t(t)].width, alpha, o.a, std::max<index_t>(o.lda, 1), o.b,
-                     std::max<index_t>(o.ldb, 1), t == 0 ? beta : T(1), C.data, C.ld);
+          sp.gemm<T>(Op::N, Op::N, mi, nj, panels_[std::size_t(t)].width, alpha, o.a, o.lda, o.b, o.ldb,
+                     t == 0 ? beta : T(1), C.data, C.ld);
           step_done(t + 1, steps);
         });
   }
@@ -172,12 +164,11 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     T* bpanel = along_cols ? device_buffer<T>(2) : nullptr;
     const int steps = static_cast<int>(panels_.size()) + 1;
     // This rank's columns of A (rows of B) already in their place (device_home): not copied there.
-    auto in_place = [&](Input which, const T* p, index_t ld) {
+    auto at_home = [&](bool gathered, Input which, const T* p, index_t ld) {
       const DeviceHome h = gathered_place(which);
-      return p == device_buffer<T>(h.buffer) + h.offset && ld == h.ld;
+      return gathered && p == device_buffer<T>(h.buffer) + h.offset && ld == h.ld;
     };
-    const bool a_at_home = along_rows && in_place(Input::a, A.data, A.ld);
-    const bool b_at_home = along_cols && in_place(Input::b, B.data, B.ld);
+    const bool a_at_home = at_home(along_rows, Input::a, A.data, A.ld), b_at_home = at_home(along_cols, Input::b, B.data, B.ld);
     // Panels [t0, t1) gathered on the comm lane (this rank's own A panels copied into place
     // there too, unless already done).
     auto gather = [&](std::size_t t0, std::size_t t1, bool own_a_in_place = false) {
@@ -227,20 +218,15 @@ class Summa final : public ClassicalAlgorithm<Summa> {
     // panels before `rest_from` first, while the rest comes in and is gathered.
     const std::size_t rest_from = rest >= 0 ? first_rest_panel() : panels_.size();
     const bool split = rest_from > 0 && rest_from < panels_.size();
+    const index_t ks = split ? panels_[rest_from].k0 : k;  // the first part's k
     sp.comm_waits_for_compute();  // the operands are ready
     if (rest >= 0 && !split) sp.wait_mark(Lane::comm, rest), sp.wait_mark(Lane::compute, rest);
-    gather(0, split ? rest_from : panels_.size());
-    sp.compute_waits_for_comm();  // those panels arrived
-    if (split) {
-      const index_t ks = panels_[rest_from].k0;
-      product(0, ks, beta);
-      sp.wait_mark(Lane::comm, rest);
-      gather(rest_from, panels_.size());
-      sp.compute_waits_for_comm();
-      sp.wait_mark(Lane::compute, rest);
-      product(ks, k - ks, T(1));
-    } else {
-      product(0, k, beta);
+    for (int part = 0; part < (split ? 2 : 1); ++part) {
+      if (part == 1) sp.wait_mark(Lane::comm, rest);
+      gather(part == 0 ? 0 : rest_from, part == 0 && split ? rest_from : panels_.size());
+      sp.compute_waits_for_comm();  // those panels arrived
+      if (part == 1) sp.wait_mark(Lane::compute, rest);
+      product(part == 0 ? 0 : ks, part == 0 ? ks : k - ks, part == 0 ? beta : T(1));
     }
     step_done(steps, steps);
   }
@@ -264,10 +250,8 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   // The panel where a streamed first stage's second k-part begins: the boundary nearest half of
   // k (panels never straddle an owner block); 0 where there is one panel.
   std::size_t first_rest_panel() const {
-    std::size_t best = 0;
-    for (std::size_t t = 1; t < panels_.size(); ++t)
-      if (best == 0 || std::abs(2 * panels_[t].k0 - s_.k) < std::abs(2 * panels_[best].k0 - s_.k)) best = t;
-    return best;
+    auto nearer = [&](const KPanel& x, const KPanel& y) { return std::abs(2 * x.k0 - s_.k) < std::abs(2 * y.k0 - s_.k); };
+    return panels_.size() < 2 ? 0 : std::size_t(std::min_element(panels_.begin() + 1, panels_.end(), nearer) - panels_.begin());
   }
 
   bool inputs_at_home_;  // the caller places A and B where device_home() says
