@@ -65,10 +65,13 @@ inline LtLayout lt_layout(cudaDataType t, index_t rows, index_t cols, index_t ld
   return LtLayout(l);
 }
 
-// The algorithm a configuration names; false when this cuBLASLt does not know its id.
+// The algorithm of an id (lt_algo_init), with a configuration's attributes (lt_algo); false when
+// this cuBLASLt does not know the id.
+inline bool lt_algo_init(cublasLtHandle_t h, const LtTypes& t, int id, cublasLtMatmulAlgo_t& algo) {
+  return cublasLtMatmulAlgoInit(h, t.compute, t.scale, t.ab, t.ab, t.cd, t.cd, id, &algo) == CUBLAS_STATUS_SUCCESS;
+}
 inline bool lt_algo(cublasLtHandle_t h, const LtTypes& t, const GemmConfig& c, cublasLtMatmulAlgo_t& algo) {
-  if (cublasLtMatmulAlgoInit(h, t.compute, t.scale, t.ab, t.ab, t.cd, t.cd, c.algo, &algo) != CUBLAS_STATUS_SUCCESS)
-    return false;
+  if (!lt_algo_init(h, t, c.algo, algo)) return false;
   const int splitk = 1;
   cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &c.tile, sizeof(int));
   cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &c.stages, sizeof(int));

@@ -115,7 +115,7 @@ std::vector<GemmConfig> lt_candidates(cublasLtHandle_t h, const LtTypes& t) {
   std::vector<GemmConfig> out;
   for (int q = 0; q < nid; ++q) {
     cublasLtMatmulAlgo_t algo;
-    if (!lt_algo(h, t, GemmConfig{ids[q]}, algo)) continue;
+    if (!lt_algo_init(h, t, ids[q], algo)) continue;
     auto cap_list = [&](cublasLtMatmulAlgoCapAttributes_t a) {
       std::size_t bytes = 0;
       cublasLtMatmulAlgoCapGetAttribute(&algo, a, nullptr, 0, &bytes);
@@ -369,14 +369,22 @@ void tune_leaves(const cudaDeviceProp& prop, const std::string& file,
   auto time = [&](long long m, long long n, long long k, const std::vector<GemmConfig>& pool) {
     return time_leaf<T>(lt.get(), cub.get(), stream.get(), m, n, k, pool, prop.multiProcessorCount);
   };
-  const ProductSearch<decltype(time)> q{DtypeTraits<T>::name, "cuBLAS", "TFLOP/s", lt_candidates(lt.get(), lt_types<T>()),
-                                        {1024, 2048, 4096, 8192}, 4096, time};
+  const ProductSearch<decltype(time)> q{DtypeTraits<T>::name, "cuBLAS", "TFLOP/s",
+                                        lt_candidates(lt.get(), lt_types<T>()), {1024, 2048, 4096, 8192},
+                                        4096, time};
   tune_gemm(prop, file, q, shapes, os);
 }
 
 // The INT8 emulation's products ("i8"): square OpA = OpB = Kp = n, or the given OpA x OpB x Kp.
 void tune_int8(const cudaDeviceProp& prop, const std::string& file,
-               const std::vector<std::array<long long, 3>>& shapes, std::ostream& os) {
+               const std::vector<std::array<long long, 3>>& given, std::ostream& os) {
+  // The emulation pads OpA, OpB and Kp to multiples of 16: no other shape is ever looked up.
+  std::vector<std::array<long long, 3>> shapes;
+  for (const auto& s : given)
+    if (s[0] % 16 == 0 && s[1] % 16 == 0 && s[2] % 16 == 0) shapes.push_back(s);
+    else
+      os << "i8: " << shape_name(s[0], s[1], s[2]) << " skipped (the emulation's INT8 products are multiples of 16)\n";
+  if (!given.empty() && shapes.empty()) return;
   LtHandle lt;
   CudaStream stream;
   auto time = [&](long long m, long long n, long long k, const std::vector<GemmConfig>& pool) {
@@ -414,7 +422,7 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
   const std::string file = o.file.empty() ? tuning_file_path_for_writing() : o.file;
   if (PathProblem p = output_problem(file, "tuning file")) p.raise();  // before the minutes of tuning
-  os << "tuning " << (shapes.empty() ? "the addition kernels and leaf products" : "the given leaf shapes") << " on "
+  os << "tuning " << (shapes.empty() ? "the addition kernels and products" : "the given product shapes") << " on "
      << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.maxThreadsPerMultiProcessor
      << " threads/SM)\n";
   auto chosen = [&](const char* dtype) { return o.dtype == "all" || o.dtype == dtype; };
