@@ -1,6 +1,7 @@
 // The tuning file: per device and dtype, the best launch shape of the addition kernels and the
-// best cuBLASLt configuration of the leaf products, by size, as found by `distmm tune`
-// (tune.cu). Plain C++ (tuning_file.cpp), no CUDA types.
+// best cuBLASLt configuration of the leaf products (and, as dtype "i8", of the INT8 emulation's
+// products), by size, as found by `distmm tune` (tune.cu). Plain C++ (tuning_file.cpp), no CUDA
+// types.
 #pragma once
 #include <algorithm>
 #include <array>
