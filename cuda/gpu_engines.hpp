@@ -17,12 +17,13 @@ namespace distmm {
 std::vector<EngineInfo> gpu_engine_infos();
 
 // `distmm tune`: seed 000's Algorithm 1 for the addition kernels (prune by occupancy, time the
-// survivors), written to the tuning file that the engines read.
+// survivors) and the cuBLASLt configurations of the leaf products and of the emulation's INT8
+// products, written to the tuning file that the engines read.
 struct TuneOptions {
   std::string file;  // empty: tuning_file_path()
   int device = 0;
   std::vector<std::string> shapes;  // leaf shapes "MxNxK" to tune alone; empty: the square sizes
-  std::string dtype = "all";        // f32 | f64 | all
+  std::string dtype = "all";        // f32 | f64 | i8 (the emulation's INT8 products) | all
 };
 int tune_command(const TuneOptions& o, std::ostream& os);
 std::string tuning_file_path();

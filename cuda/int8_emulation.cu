@@ -28,6 +28,7 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -358,15 +359,6 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
 index_t round_up(index_t x, index_t to) { return (x + to - 1) / to * to; }
 std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 
-// One INT8 product shape: C (int32, rows x cols, ld rows) = A^T B with A (Kp x rows) and
-// B (Kp x cols), both k-contiguous: the "TN" layout IMMA kernels take.
-struct Int8Plan {
-  LtMatmulDesc desc;
-  LtLayout a, b, c;
-  cublasLtMatmulAlgo_t algo{};
-  std::size_t workspace = 0;
-};
-
 }  // namespace
 
 // DISTMM_EMULATION_PROFILE=1: per call, the time of each pass on stderr (events on the stream).
@@ -408,74 +400,96 @@ struct Int8Emulation::Impl {
   DeviceBuffer<unsigned char> stats;  // per row and column: statistics and exponents; flags
   DeviceBuffer<unsigned char> lt_work;
   PinnedBuffer<Flags> flags_host;
-  std::map<std::tuple<index_t, index_t, index_t>, Int8Plan> plans;
+  std::map<std::tuple<index_t, index_t, index_t>, LtPlan> plans;
+  std::optional<std::pair<std::string, int>> gpu;  // the device's name and SMs, once a tuned entry is looked up
   // The fold of modulus l runs on its own stream while the INT8 product of modulus l + 1 runs
   // (two int32 buffers, used in turn).
   CudaStream fold_stream;
   CudaEvent product_done[2], fold_done[2];
-  static constexpr std::size_t kLtWorkspace = 32u << 20;
+  static constexpr std::size_t kLtWorkspace = kInt8LtWorkspace;
 
   Impl() {
     lt_work.reserve(kLtWorkspace);
     flags_host.reserve(2);
   }
 
-  // The INT8 product of this shape: cuBLASLt's heuristic candidates timed once on the call's
-  // own operands, the fastest kept for the shape (the heuristic's first choice is not always
-  // the fastest INT8 kernel; seed 000's tuning applied to the products).
-  // (null when cuBLASLt has none for the shape)
-  Int8Plan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
-                 const int8_t* B, int* C) {
+  // The INT8 product of this shape (lt_int8_plan: C = A^T B, rows x cols x Kp): cuBLASLt's
+  // heuristic candidates, and the configuration `distmm tune` found for the shape ("i8",
+  // tuned_config), timed once on the call's own operands, the fastest kept for the shape (the
+  // heuristic's first choice is not always the fastest INT8 kernel; seed 000's tuning applied
+  // to the products). The tuned one only joins the race, so a stale entry costs nothing.
+  // (null when cuBLASLt has no candidate for the shape)
+  LtPlan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A, const int8_t* B, int* C) {
     const auto key = std::make_tuple(rows, cols, Kp);
     auto it = plans.find(key);
     if (it != plans.end()) return &it->second;
-    Int8Plan p;
-    cublasLtMatmulDesc_t d = nullptr;
-    cublas_check(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
-    p.desc.reset(d);
-    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
-    p.a = lt_layout(CUDA_R_8I, Kp, rows, Kp);
-    p.b = lt_layout(CUDA_R_8I, Kp, cols, Kp);
-    p.c = lt_layout(CUDA_R_32I, rows, cols, rows);
-    cublasLtMatmulPreference_t pref = nullptr;
-    cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const std::size_t ws = kLtWorkspace;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    constexpr int kCandidates = 8;
-    cublasLtMatmulHeuristicResult_t r[kCandidates] = {};
-    int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.get(), d, p.a.get(), p.b.get(), p.c.get(),
-                                                             p.c.get(), pref, kCandidates, r, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0) return nullptr;
-    int best = 0;
-    if (found > 1 && double(rows) * cols * Kp >= 0x1p30) {  // small products: not worth timing
-      const bool show = settings().emulation_profile;
+    LtPlan p = lt_int8_plan(rows, cols, Kp);
+    struct Candidate {
+      cublasLtMatmulAlgo_t algo;
+      std::size_t workspace;
+    };
+    std::vector<Candidate> cand;
+    for (const auto& r : lt_heuristic(lt.get(), p, 8, kLtWorkspace)) cand.push_back({r.algo, r.workspaceSize});
+    const bool timed = double(rows) * cols * Kp >= 0x1p30;  // small products: not worth timing
+    std::optional<GemmConfig> tuned;
+    if (timed) tuned = tuned_candidate(rows, cols, Kp);
+    if (tuned) {
+      lt_apply(lt.get(), kLtInt8, *tuned, kLtWorkspace, p);
+      if (p.ok) cand.push_back({p.algo, p.workspace});
+      else tuned.reset();  // cublasLtMatmulAlgoCheck refused it for this shape
+    }
+    if (cand.empty()) return nullptr;
+    const bool show = settings().emulation_profile;
+    auto name = [&](std::size_t c) {
+      std::string n = "candidate " + std::to_string(c);
+      if (tuned && c + 1 == cand.size())
+        n += " (tuned at " + (tuned->size > 0 ? std::to_string(tuned->size) : std::string("this shape")) +
+             ": algo " + std::to_string(tuned->algo) + " tile " + std::to_string(tuned->tile) + " stages " +
+             std::to_string(tuned->stages) + " swizzle " + std::to_string(tuned->swizzle) + " custom " +
+             std::to_string(tuned->custom) + " cluster " + std::to_string(tuned->cluster) + ")";
+      return n;
+    };
+    std::size_t best = 0;
+    if (cand.size() > 1 && timed) {
       double best_ms = 0;
       const int one = 1, zero = 0;
-      for (int c = 0; c < found; ++c) {
+      for (std::size_t c = 0; c < cand.size(); ++c) {
         bool ok = true;
         double ms = median_ms(s, 1, 1, [&] {
-          ok &= cublasLtMatmul(lt.get(), d, &one, A, p.a.get(), B, p.b.get(), &zero, C, p.c.get(), C, p.c.get(),
-                               &r[c].algo, lt_work.get(), r[c].workspaceSize, s) == CUBLAS_STATUS_SUCCESS;
+          ok &= cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &zero, C, p.c.get(), C,
+                               p.c.get(), &cand[c].algo, lt_work.get(), cand[c].workspace,
+                               s) == CUBLAS_STATUS_SUCCESS;
         });
         if (!ok) ms = 1e30;
-        if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld candidate %d: %.3f ms\n", (long long)rows,
-                               (long long)cols, (long long)Kp, c, ms);
+        if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld %s: %.3f ms\n", (long long)rows,
+                               (long long)cols, (long long)Kp, name(c).c_str(), ms);
         if (c == 0 || ms < best_ms) best = c, best_ms = ms;
       }
+      if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld runs %s\n", (long long)rows, (long long)cols,
+                             (long long)Kp, name(best).c_str());
     }
-    p.algo = r[best].algo, p.workspace = r[best].workspaceSize;
+    p.algo = cand[best].algo, p.workspace = cand[best].workspace, p.ok = true;
     return &plans.emplace(key, std::move(p)).first->second;
+  }
+
+  // The tuned "i8" configuration for a rows x cols x Kp product on this GPU, if the tuning file
+  // has one that applies (its exact shape, else its size where the tiles fill the waves).
+  std::optional<GemmConfig> tuned_candidate(index_t rows, index_t cols, index_t Kp) {
+    if (!gpu) {
+      int dev = 0;
+      cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+      cudaDeviceProp prop;
+      cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+      gpu.emplace(prop.name, prop.multiProcessorCount);
+    }
+    return tuned_config(gpu->first, "i8", rows, cols, Kp, gpu->second, lt_tile_shape).config;
   }
 
   void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
                  const int8_t* B, int* C) {
-    Int8Plan* found = plan(s, rows, cols, Kp, A, B, C);
+    LtPlan* found = plan(s, rows, cols, Kp, A, B, C);
     if (!found) throw std::runtime_error("cuBLASLt offers no INT8 GEMM for this shape");  // planned before
-    Int8Plan& p = *found;
+    LtPlan& p = *found;
     const int one = 1, zero = 0;
     cublas_check(cublasLtMatmul(lt.get(), p.desc.get(), &one, A, p.a.get(), B, p.b.get(), &zero, C,
                                 p.c.get(), C, p.c.get(), &p.algo, lt_work.get(), p.workspace, s),

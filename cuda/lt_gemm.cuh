@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "../src/core/types.hpp"
 #include "cuda_util.hpp"
@@ -34,6 +35,21 @@ constexpr cublasComputeType_t lt_compute() {
   return std::is_same_v<real_t<T>, float> ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
 }
 
+// The types of one kind of cuBLASLt product: compute, scale (alpha, beta), A and B, C and D.
+// The leaf products are T x T -> T; the emulation's INT8 products int8 x int8 -> int32 sums.
+struct LtTypes {
+  cublasComputeType_t compute;
+  cudaDataType scale, ab, cd;
+};
+template <class T>
+constexpr LtTypes lt_types() {
+  return {lt_compute<T>(), lt_type<T>(), lt_type<T>(), lt_type<T>()};
+}
+constexpr LtTypes kLtInt8{CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_8I, CUDA_R_32I};
+// The INT8 emulation's cuBLASLt workspace: the heuristic's INT8 kernels may use one, and so
+// may a tuned configuration ("i8").
+constexpr std::size_t kInt8LtWorkspace = 32u << 20;
+
 struct LtDescDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
   void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
@@ -49,10 +65,13 @@ inline LtLayout lt_layout(cudaDataType t, index_t rows, index_t cols, index_t ld
   return LtLayout(l);
 }
 
-// The algorithm a configuration names; false when this cuBLASLt does not know its id.
-inline bool lt_algo(cublasLtHandle_t h, cudaDataType t, cublasComputeType_t ct, const GemmConfig& c,
-                    cublasLtMatmulAlgo_t& algo) {
-  if (cublasLtMatmulAlgoInit(h, ct, t, t, t, t, t, c.algo, &algo) != CUBLAS_STATUS_SUCCESS) return false;
+// The algorithm of an id (lt_algo_init), with a configuration's attributes (lt_algo); false when
+// this cuBLASLt does not know the id.
+inline bool lt_algo_init(cublasLtHandle_t h, const LtTypes& t, int id, cublasLtMatmulAlgo_t& algo) {
+  return cublasLtMatmulAlgoInit(h, t.compute, t.scale, t.ab, t.ab, t.cd, t.cd, id, &algo) == CUBLAS_STATUS_SUCCESS;
+}
+inline bool lt_algo(cublasLtHandle_t h, const LtTypes& t, const GemmConfig& c, cublasLtMatmulAlgo_t& algo) {
+  if (!lt_algo_init(h, t, c.algo, algo)) return false;
   const int splitk = 1;
   cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &c.tile, sizeof(int));
   cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &c.stages, sizeof(int));
@@ -83,13 +102,61 @@ inline std::pair<int, int> lt_tile_shape(int tile) {
   }
 }
 
-// One product shape, described once: the descriptors and whether the configuration applies.
+// One product shape, described once: the descriptors, the algorithm, the workspace it needs and
+// whether the configuration applies.
 struct LtPlan {
   LtMatmulDesc desc;
   LtLayout a, b, c;
   cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace = 0;
   bool ok = false;
 };
+
+// Sets p.algo to configuration `cfg` and p.ok to whether cuBLASLt runs it on p's descriptors
+// within `max_workspace` bytes (p.workspace: what it needs).
+inline void lt_apply(cublasLtHandle_t h, const LtTypes& t, const GemmConfig& cfg, std::size_t max_workspace,
+                     LtPlan& p) {
+  p.ok = false;
+  if (!lt_algo(h, t, cfg, p.algo)) return;
+  cublasLtMatmulHeuristicResult_t r{};
+  p.ok = cublasLtMatmulAlgoCheck(h, p.desc.get(), p.a.get(), p.b.get(), p.c.get(), p.c.get(), &p.algo, &r) ==
+             CUBLAS_STATUS_SUCCESS &&
+         r.workspaceSize <= max_workspace;
+  p.workspace = r.workspaceSize;
+}
+
+// The descriptors of the INT8 emulation's products (no configuration yet): C (rows x cols, int32
+// sums) = A^T B, A Kp x rows and B Kp x cols int8, k-contiguous (the "TN" layout INT8 GEMMs want).
+inline LtPlan lt_int8_plan(index_t rows, index_t cols, index_t Kp) {
+  LtPlan p;
+  cublasLtMatmulDesc_t d = nullptr;
+  cublas_check(cublasLtMatmulDescCreate(&d, kLtInt8.compute, kLtInt8.scale), "cublasLtMatmulDescCreate");
+  p.desc.reset(d);
+  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+  cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+  cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
+  p.a = lt_layout(kLtInt8.ab, Kp, rows, Kp);
+  p.b = lt_layout(kLtInt8.ab, Kp, cols, Kp);
+  p.c = lt_layout(kLtInt8.cd, rows, cols, rows);
+  return p;
+}
+
+// cuBLASLt's heuristic choices for a plan's descriptors, best first, within `max_workspace`
+// bytes (at most `count`; none when it has none).
+inline std::vector<cublasLtMatmulHeuristicResult_t> lt_heuristic(cublasLtHandle_t h, const LtPlan& p, int count,
+                                                                 std::size_t max_workspace) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+                                       sizeof max_workspace);
+  std::vector<cublasLtMatmulHeuristicResult_t> r(static_cast<std::size_t>(count));
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, p.desc.get(), p.a.get(), p.b.get(), p.c.get(),
+                                                           p.c.get(), pref, count, r.data(), &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  r.resize(st == CUBLAS_STATUS_SUCCESS ? static_cast<std::size_t>(found) : 0);
+  return r;
+}
 
 template <class T>
 LtPlan lt_plan(cublasLtHandle_t h, const GemmConfig& cfg, Op ta, Op tb, index_t m, index_t n,
@@ -105,22 +172,13 @@ LtPlan lt_plan(cublasLtHandle_t h, const GemmConfig& cfg, Op ta, Op tb, index_t 
   p.a = ta == Op::N ? lt_layout(lt_type<T>(), m, k, lda) : lt_layout(lt_type<T>(), k, m, lda);
   p.b = tb == Op::N ? lt_layout(lt_type<T>(), k, n, ldb) : lt_layout(lt_type<T>(), n, k, ldb);
   p.c = lt_layout(lt_type<T>(), m, n, ldc);
-  if (!lt_algo(h, lt_type<T>(), lt_compute<T>(), cfg, p.algo)) return p;
-  cublasLtMatmulHeuristicResult_t r{};
-  p.ok = cublasLtMatmulAlgoCheck(h, d, p.a.get(), p.b.get(), p.c.get(), p.c.get(), &p.algo, &r) ==
-             CUBLAS_STATUS_SUCCESS &&
-         r.workspaceSize == 0;
+  lt_apply(h, lt_types<T>(), cfg, 0, p);  // the leaves run without a workspace
   return p;
 }
 
 class LtGemm {
  public:
   LtGemm(std::string device, int sms) : device_(std::move(device)), sms_(sms) {}
-
-  // A tuned configuration is used at another size than its own only where its tiles still fill
-  // the waves (wave_fill) this well, or as well as at its own size; elsewhere cuBLAS's
-  // heuristic, which sees the shape, chooses.
-  static constexpr double kMinFill = 0.85;
 
   // Whether an m x n x k leaf of this dtype has a tuned configuration for its size that it does
   // not fill: such a leaf runs cuBLAS's own choice (run()), and gpu-winograd's automatic levels
@@ -188,14 +246,7 @@ class LtGemm {
   }
 
   LeafChoice choose(const std::string& dtype, index_t m, index_t n, index_t k) const {
-    return choose_leaf_config(tuned_gemm_shape(device_, dtype, m, n, k), tuned_gemm(device_, dtype, std::min({m, n, k})),
-                              [&](const GemmConfig& c) { return fills(c, m, n); });
-  }
-
-  bool fills(const GemmConfig& c, index_t m, index_t n) const {
-    const auto [tr, tc] = lt_tile_shape(c.tile);
-    const double own = c.size > 0 ? wave_fill(c.size, c.size, tr, tc, sms_) : 1.0;
-    return wave_fill(m, n, tr, tc, sms_) >= std::min(kMinFill, own);
+    return tuned_config(device_, dtype, m, n, k, sms_, lt_tile_shape);
   }
 
   std::string device_;

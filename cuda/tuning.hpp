@@ -1,10 +1,13 @@
 // The tuning file: per device and dtype, the best launch shape of the addition kernels and the
-// best cuBLASLt configuration of the leaf products, by size, as found by `distmm tune`
-// (tune.cu). Plain C++ (tuning_file.cpp), no CUDA types.
+// best cuBLASLt configuration of the leaf products (and, as dtype "i8", of the INT8 emulation's
+// products), by size, as found by `distmm tune` (tune.cu). Plain C++ (tuning_file.cpp), no CUDA
+// types.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace distmm {
 
@@ -35,6 +38,15 @@ inline bool leaves_run_concurrently(long long m, long long n, int tr, int tc, in
   return tr > 0 && tc > 0 && sms > 0 && wave_fill(m, n, tr, tc, sms) < kConcurrentLeafFill;
 }
 
+// A tuned configuration runs a product of another size than its own only where its tiles
+// (tr x tc) still fill the waves of the m x n output this well, or as well as at its own size
+// (`size`, square; 0 if not known); elsewhere cuBLAS's heuristic, which sees the shape, chooses.
+constexpr double kTunedMinFill = 0.85;
+inline bool tuned_tiles_fill(long long size, int tr, int tc, long long m, long long n, int sms) {
+  const double own = size > 0 ? wave_fill(size, size, tr, tc, sms) : 1.0;
+  return wave_fill(m, n, tr, tc, sms) >= std::min(kTunedMinFill, own);
+}
+
 // The deepest level from L down to 1 whose leaves are not `misfit(level)`; L itself where no
 // level fits (the levels of gpu-winograd's automatic choice with tuned leaf kernels).
 template <class Misfit>
@@ -61,7 +73,10 @@ struct GemmConfig {
 };
 // The configuration tuned for this device and dtype at the largest tuned size <= n (the smallest
 // dimension of the product); none when the file has none or cuBLAS's own choice was the best.
-std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n);
+// Dtypes: "f32" and "f64" (the leaf products), "i8" (the INT8 products of the emulation).
+// From the tuning file the engines read (once per process), or from `file` where given.
+std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n,
+                                     const std::string& file = "");
 // A leaf shape tuned on its own (`distmm tune --shapes`). The leaves of a rectangular local
 // product fill the waves unlike any square size: two GPUs' SUMMA halves of f32 49152 have
 // 6144 x 3072 x 6144 leaves at 3 levels, and ran well over half of the square product's time
@@ -86,6 +101,20 @@ LeafChoice choose_leaf_config(const ShapeTuning& shape, const std::optional<Gemm
   if (shape.tuned) return {shape.config, false};
   if (sized && !fills(*sized)) return {std::nullopt, true};
   return {sized, false};
+}
+// The configuration that an m x n x k product of `dtype` runs on this device, from the tuning
+// file's entries by choose_leaf_config: its exact shape's, else its size's (the smallest
+// dimension) where the tiles (`tile_shape(c.tile)`: rows x columns of C) fill the waves of its
+// m x n output on `sms` SMs (tuned_tiles_fill). The GPU Strassen engines' leaves (f32, f64) and
+// the INT8 products of the emulation ("i8") choose so.
+template <class TileShape>
+LeafChoice tuned_config(const std::string& device, const std::string& dtype, long long m, long long n, long long k,
+                        int sms, TileShape tile_shape, const std::string& file = "") {
+  return choose_leaf_config(tuned_gemm_shape(device, dtype, m, n, k, file),
+                            tuned_gemm(device, dtype, std::min({m, n, k}), file), [&](const GemmConfig& c) {
+                              const std::pair<int, int> t = tile_shape(c.tile);
+                              return tuned_tiles_fill(c.size, t.first, t.second, m, n, sms);
+                            });
 }
 // "6144x3072x6144": the shape's name in the file and on the command line, and back (none
 // unless three sizes of 1 to 7 digits, parse_counts).

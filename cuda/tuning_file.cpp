@@ -57,6 +57,12 @@ const nlohmann::json& tuning() {
   static const nlohmann::json j = load(tuning_file_path());  // read once per process
   return j;
 }
+// The engines' tuning file (`file` empty), or `file` read into `read`.
+const nlohmann::json& tuning_or(const std::string& file, nlohmann::json& read) {
+  if (file.empty()) return tuning();
+  read = load(file);
+  return read;
+}
 }  // namespace
 
 LaunchShape tuned_shape(const std::string& device, const std::string& dtype, long long rows) {
@@ -118,17 +124,20 @@ std::optional<std::array<long long, 3>> parse_shape_name(const std::string& text
   return std::array<long long, 3>{c[0], c[1], c[2]};
 }
 
-std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n) {
+std::optional<GemmConfig> tuned_gemm(const std::string& device, const std::string& dtype, long long n,
+                                     const std::string& file) {
+  nlohmann::json read;
+  const nlohmann::json& j = tuning_or(file, read);
   // A kernel tuned at 1024 can be slow on 512^3 products: below the smallest tuned size, none.
   long long size = 0;
-  const nlohmann::json* e = entry_at(tuning(), device, "gemm-" + dtype, n, false, &size);
+  const nlohmann::json* e = entry_at(j, device, "gemm-" + dtype, n, false, &size);
   return e ? gemm_entry(*e, size) : std::nullopt;
 }
 
 ShapeTuning tuned_gemm_shape(const std::string& device, const std::string& dtype, long long m, long long n,
                              long long k, const std::string& file) {
-  const nlohmann::json read = file.empty() ? nlohmann::json() : load(file);
-  const nlohmann::json& j = file.empty() ? tuning() : read;
+  nlohmann::json read;
+  const nlohmann::json& j = tuning_or(file, read);
   const std::string key = shapes_key(dtype), shape = shape_name(m, n, k);
   if (!j.contains(device) || !j[device].contains(key) || !j[device][key].contains(shape)) return {};
   return {true, gemm_entry(j[device][key][shape], 0)};

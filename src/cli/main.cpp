@@ -99,13 +99,17 @@ int dispatch(int argc, char** argv, int rank) {
   ebench->add_option("--json", eb.json, "Append one JSON line per row");
 
   distmm::TuneOptions to;
-  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels and leaf products (seed 000, Algorithm 1)");
+  CLI::App* tune = app.add_subcommand("tune", "Tune the GPU addition kernels, leaf products and the emulation's INT8 products (seed 000, Algorithm 1)");
   tune->add_option("--file", to.file, "Tuning file (default: $DISTMM_TUNING_FILE or ~/.cache/distmm/tuning.json)");
   tune->add_option("--device", to.device, "GPU ordinal")->capture_default_str()->check(kDevice);
   tune->add_option("--shapes", to.shapes,
                    "Tune only these leaf products, MxNxK (e.g. 6144x3072x6144: the leaves of a rectangular "
                    "local product), kept beside the square sizes");
-  tune->add_option("--dtype", to.dtype, "f32 | f64 | all")->check(CLI::IsMember({"f32", "f64", "all"}))->capture_default_str();
+  tune->add_option("--dtype", to.dtype,
+                   "f32 | f64 (addition kernels and leaf products) | i8 (the INT8 products of the emulation: "
+                   "OpA x OpB x Kp for --shapes) | all")
+      ->check(CLI::IsMember({"f32", "f64", "i8", "all"}))
+      ->capture_default_str();
   distmm::GpuBenchOptions bo;
   CLI::App* gb = app.add_subcommand("gpu-bench", "cuBLAS against the GPU engines, one process");
   gb->add_option("--sizes", bo.sizes, "Square sizes")->capture_default_str()->check(kDimension);

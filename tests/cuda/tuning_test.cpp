@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -147,4 +148,99 @@ TEST(TunedShapes, AShapeEntryOverridesTheSizeRule) {
   c = choose_leaf_config({true, std::nullopt}, sized, fills);  // cuBLAS's choice won there
   EXPECT_FALSE(c.config.has_value());
   EXPECT_FALSE(c.misfit);
+}
+
+// The emulation's INT8 products ("i8"): recorded by `distmm tune --dtype i8` beside the leaves'
+// entries, read back by size and by shape, and chosen by the leaves' rule (tuned_config).
+TEST(TunedInt8, EntriesReadBackBesideTheLeaves) {
+  const std::string file = ::testing::TempDir() + "distmm_tuned_int8_test.json";
+  std::remove(file.c_str());
+  GemmConfig c4, c8, leaf;
+  c4.algo = 71, c4.tile = 20, c4.stages = 16, c4.swizzle = 1, c4.custom = 0, c4.cluster = 2;
+  c8.algo = 72, c8.tile = 24, c8.stages = 17;
+  leaf.algo = 5;
+  record_tuned_gemm(file, "GPU", "f32", 4096, leaf, 900.0, 950.0, false, false);
+  record_tuned_gemm(file, "GPU", "i8", 4096, c4, 100.0, 110.0);
+  record_tuned_gemm(file, "GPU", "i8", 8192, c8, 700.0, 760.0);
+  record_tuned_gemm(file, "GPU", "i8", 16384, std::nullopt, 5000.0, 5000.0);  // the heuristic won there
+  record_tuned_gemm_shape(file, "GPU", "i8", 8192, 4096, 16384, c4, 300.0, 320.0);
+  {
+    std::ifstream in(file);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["GPU"]["gemm-i8"]["8192"]["algo"], 72);
+    EXPECT_EQ(j["GPU"]["gemm-i8"]["8192"]["cublas_micros"], 760.0);
+    EXPECT_TRUE(j["GPU"]["gemm-i8"]["16384"]["algo"].is_null());
+    EXPECT_EQ(j["GPU"]["gemm-i8-shapes"]["8192x4096x16384"]["algo"], 71);
+    EXPECT_EQ(j["GPU"]["gemm-f32"]["4096"]["algo"], 5);  // the leaves' entry stays
+  }
+  // The largest tuned size <= n, with its size; none below the smallest or where the heuristic won.
+  auto at = tuned_gemm("GPU", "i8", 12000, file);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->algo, 72);
+  EXPECT_EQ(at->tile, 24);
+  EXPECT_EQ(at->stages, 17);
+  EXPECT_EQ(at->size, 8192);
+  at = tuned_gemm("GPU", "i8", 4096, file);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->algo, 71);
+  EXPECT_EQ(at->swizzle, 1);
+  EXPECT_EQ(at->cluster, 2);
+  EXPECT_EQ(at->size, 4096);
+  EXPECT_FALSE(tuned_gemm("GPU", "i8", 4095, file).has_value());
+  EXPECT_FALSE(tuned_gemm("GPU", "i8", 20000, file).has_value());
+  EXPECT_FALSE(tuned_gemm("other", "i8", 8192, file).has_value());
+  ASSERT_TRUE(tuned_gemm("GPU", "f32", 8192, file).has_value());
+  EXPECT_EQ(tuned_gemm("GPU", "f32", 8192, file)->algo, 5);
+  const ShapeTuning shape = tuned_gemm_shape("GPU", "i8", 8192, 4096, 16384, file);
+  ASSERT_TRUE(shape.tuned && shape.config.has_value());
+  EXPECT_EQ(shape.config->algo, 71);
+  EXPECT_FALSE(tuned_gemm_shape("GPU", "f32", 8192, 4096, 16384, file).tuned);
+  std::remove(file.c_str());
+}
+
+TEST(TunedInt8, TheExactShapeBeatsTheSizeAndAMisfitIsSkipped) {
+  const std::string file = ::testing::TempDir() + "distmm_tuned_int8_choice_test.json";
+  std::remove(file.c_str());
+  // Tile id 1: 256 x 128 tiles of C; tile id 2: 128 x 64.
+  auto tiles = [](int tile) { return tile == 1 ? std::pair<int, int>{256, 128} : std::pair<int, int>{128, 64}; };
+  GemmConfig sized, shaped;
+  sized.algo = 10, sized.tile = 1;
+  shaped.algo = 20, shaped.tile = 2;
+  record_tuned_gemm(file, "GPU", "i8", 4096, sized, 100.0, 110.0);
+  record_tuned_gemm_shape(file, "GPU", "i8", 4096, 4352, 4096, shaped, 120.0, 130.0);
+  record_tuned_gemm_shape(file, "GPU", "i8", 6144, 6144, 4096, std::nullopt, 200.0, 200.0);
+  // 6144^2 outputs in 256 x 128 tiles fill 97% of 9 waves on 132 SMs: the size's entry.
+  LeafChoice c = tuned_config("GPU", "i8", 6144, 6144, 6144, 132, tiles, file);
+  ASSERT_TRUE(c.config.has_value());
+  EXPECT_EQ(c.config->algo, 10);
+  EXPECT_EQ(c.config->size, 4096);
+  // 4096 x 4352 (OpA x OpB) fills 82% (544 tiles in 5 waves): the size's entry would be skipped,
+  // but the exact shape was tuned, and its entry runs.
+  EXPECT_LT(wave_fill(4096, 4352, 256, 128, 132), kTunedMinFill);
+  c = tuned_config("GPU", "i8", 4096, 4352, 4096, 132, tiles, file);
+  ASSERT_TRUE(c.config.has_value());
+  EXPECT_EQ(c.config->algo, 20);
+  EXPECT_FALSE(c.misfit);
+  // The same output with another Kp has no shape entry: the size's configuration misfits, none.
+  c = tuned_config("GPU", "i8", 4096, 4352, 8192, 132, tiles, file);
+  EXPECT_FALSE(c.config.has_value());
+  EXPECT_TRUE(c.misfit);
+  // An exact shape where the heuristic won: none, though the size's entry would fill.
+  c = tuned_config("GPU", "i8", 6144, 6144, 4096, 132, tiles, file);
+  EXPECT_FALSE(c.config.has_value());
+  EXPECT_FALSE(c.misfit);
+  // Below the smallest tuned size: none.
+  EXPECT_FALSE(tuned_config("GPU", "i8", 2048, 8192, 8192, 132, tiles, file).config.has_value());
+  std::remove(file.c_str());
+}
+
+TEST(TunedInt8, TilesFillAsWellAsAtTheirOwnSize) {
+  // 256 x 128 tiles tuned at 4096 (97%): another output needs 85%.
+  EXPECT_TRUE(tuned_tiles_fill(4096, 256, 128, 6144, 3072, 132));   // 87%
+  EXPECT_FALSE(tuned_tiles_fill(4096, 256, 128, 3072, 3072, 132));  // 73%
+  // Tuned at 3072 (73% there): as well as at its own size is enough.
+  EXPECT_TRUE(tuned_tiles_fill(3072, 256, 128, 3072, 3072, 132));
+  // Size or tiles unknown: 85%, or not judged.
+  EXPECT_FALSE(tuned_tiles_fill(0, 256, 128, 3072, 3072, 132));
+  EXPECT_TRUE(tuned_tiles_fill(4096, 0, 0, 3072, 3072, 132));
 }
