@@ -58,8 +58,7 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
       const int l = (i_ + j_ + t) % q_, slot = t % 2, da = t == 0 ? i_ : 1, db = t == 0 ? j_ : 1;
       // What this rank holds before step t: its own blocks, or step t - 1's (k-part lp).
       const int lp = (l + q_ - 1) % q_;
-      const T* prev_a = t == 0 ? A.data : cur[1 - slot][0];
-      const T* prev_b = t == 0 ? B.data : cur[1 - slot][1];
+      const T *prev_a = t == 0 ? A.data : cur[1 - slot][0], *prev_b = t == 0 ? B.data : cur[1 - slot][1];
       const index_t ka = pk_.size(t == 0 ? j_ : lp), kb = pk_.size(t == 0 ? i_ : lp);
       dev_->group_start();  // both operands at once
       if (da % q_) dev_->sendrecv(prev_a, mi * ka, at(i_, j_ - da), abuf[slot], mi * pk_.size(l), at(i_, j_ + da));

@@ -111,8 +111,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     if (!active_) return b;
     const bool pads = !bound_space() || !bound_space()->takes_uneven_parts();
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
-    bool uneven_a = false;
-    for (int c = 0; c < g_.steps; ++c) uneven_a = uneven_a || step_size(l_, c) % g_.pn != 0;
+    // (the steps take two sizes, the first's and the last's)
+    const bool uneven_a = step_size(l_, 0) % g_.pn != 0 || step_size(l_, g_.steps - 1) % g_.pn != 0;
     // At `at`, `at + gap` and `at + 2 gap`: a rows x cols block cut by columns into `parts`
     // parts, the parts padded to the widest, and one part packed (A's where it is uneven or A
     // has a leading dimension).
@@ -250,14 +250,11 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   static constexpr std::size_t kNoPhase = ~std::size_t(0);
 };
 
-// A grid's busiest rank (blocks rounded up): its words, gathered (A and B) and reduced (C), and
-// its predicted seconds from its flops, words and messages (cost_model.hpp). A reduced word
+// {words, seconds} of a grid's busiest rank (blocks rounded up): its words, gathered (A and B)
+// and reduced (C), and its time from its flops, words and messages (cost_model.hpp). A reduced word
 // costs its transfer and the pass that adds it in (read, add, write: priced as a second
 // transfer), which the ring reduce-scatter pays at every step.
-struct GridCost {
-  double words, seconds;
-};
-GridCost grid_cost(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
+std::pair<double, double> grid_cost(GemmShape s, const CuboidGrid& g, const MachineModel& mm, std::size_t elem) {
   const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
                kl = std::ceil(double(s.k) / g.pk);
   const double gathered = mi * kl * (g.pn - 1) / g.pn + kl * nj * (g.pm - 1) / g.pm,
@@ -300,8 +297,8 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
         while (o.cuboid_steps == 0 && g.steps < kl && cuboid_peak_words(s, g) * double(elem) > limit)
           g.steps *= 2;
         g.steps = int(std::min<index_t>(g.steps, kl));
-        const GridCost cost = grid_cost(s, g, mm, elem);
-        grids.push_back(g), seconds.push_back(cost.seconds), words.push_back(cost.words);
+        const auto [w, t] = grid_cost(s, g, mm, elem);
+        grids.push_back(g), seconds.push_back(t), words.push_back(w);
       }
     }
   }

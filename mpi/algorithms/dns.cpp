@@ -46,8 +46,7 @@ class Dns final : public ClassicalAlgorithm<Dns> {
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), kl = pk_.size(l_);
-    T* a = device_buffer<T>(0);
-    T* b = device_buffer<T>(1);
+    T *a = device_buffer<T>(0), *b = device_buffer<T>(1);
     sp.comm_waits_for_compute();
     // 1. Base plane sends A(i, j) to plane j and B(i, j) to plane i (depth rank = plane).
     dev_depth_->group_start();

@@ -44,12 +44,10 @@ class Summa final : public ClassicalAlgorithm<Summa> {
       for (width_ = std::max<index_t>(s.k, 1); width_ > 256 && !fits(total_words(mi, nj, width_, false), width_);)
         width_ = (width_ + 1) / 2;
       // A Strassen-like engine gets one whole-k product where the gathered operands fit (two
-      // half-k products take longer: docs/performance.md). Where only A is gathered, an engine
-      // that can (gpu-winograd, on a k-half) starts on the rank's own columns (run_whole_k);
-      // otherwise the gather comes first, a small price over NVLink.
-      // Where the caller places the inputs at home (device_home), a gathered A (B) holds the
-      // rank's own block, which the limit counted already (device_limit is what is left after
-      // the operands' mean share: m k / P of them A's).
+      // half-k products take longer: docs/performance.md); where only A is gathered, gpu-winograd
+      // starts on the rank's own columns (run_whole_k). With the inputs at home (device_home), a
+      // gathered A (B) holds the rank's own block, which device_limit (what is left after the
+      // operands' mean share: m k / P of them A's) counted already.
       const double home = !inputs_at_home_ ? 0.0
                           : ((broadcasts_a() ? double(s.m) : 0.0) + (broadcasts_b() ? double(s.n) : 0.0)) *
                                 double(s.k) / double(pr * pc);
