@@ -192,7 +192,7 @@ class Caps final : public AlgorithmBase<Caps> {
       Stage st = top_;
       st.rank = r;
       const SpaceCounts n = counted([&](CountingSpace& cs) {
-        SpaceComms k = comms_for(r, [&](const Comm&, int rank, int size) { return cs.comm_as(rank, size); });
+        SpaceComms k = comms_for(st, [&](const Comm&, int rank, int size) { return cs.comm_as(rank, size); });
         Caps& self = const_cast<Caps&>(*this);
         self.counting_comms_ = &k;
         self.recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
@@ -218,19 +218,17 @@ class Caps final : public AlgorithmBase<Caps> {
   void forget_comms() override { comms_ = {}; }
   void prepare_comms(DeviceSpace& sp) override {
     if (!comms_.dealt && !comms_.rows)  // (one of them is always made)
-      comms_ = comms_for(world_.rank(), [&](const Comm& c, int, int) { return sp.comm(c); });
+      comms_ = comms_for(top_, [&](const Comm& c, int, int) { return sp.comm(c); });
   }
   // Communicators in a space over the Comms below.
   struct SpaceComms {
     std::vector<std::unique_ptr<DeviceComm>> peers;
     std::unique_ptr<DeviceComm> dealt, rows, cols;
   };
-  // World rank r's: make(comm, r's rank in it, its size).
+  // Those of the rank at the top stage `top`: make(comm, the rank's rank in it, its size).
   template <class Make>
-  SpaceComms comms_for(int r, Make make) const {
+  SpaceComms comms_for(const Stage& top, Make make) const {
     SpaceComms k;
-    Stage top = top_;
-    top.rank = r;
     const Stage low = walk(top, [&](int d, const Stage& st) {
       if (steps_[std::size_t(d)] == CapsStep::bfs) k.peers.push_back(make(peers_[k.peers.size()], st.qc() % 7, 7));
     });
@@ -373,19 +371,14 @@ class Caps final : public AlgorithmBase<Caps> {
         form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), t + j0 * qb, qb);
       }
     });
-    const index_t L = ch.leaves(), rows_a = st.rows_of(st.lm()), rows_b = st.rows_of(st.lk());
-    const int r = st.qc() / 7, g = st.qc() % 7;
-    // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns.
-    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
-    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
     timed(level_phase(depth, kExchangeIn), [&] {
-      exchange<T>(sp, peers, true, s, qa, sub_a, L, rows_a, wa, g, tmp);
-      exchange<T>(sp, peers, true, t, qb, sub_b, L, rows_b, wb, g, tmp);
+      exchange<T>(sp, peers, true, st, st.lm(), st.lk(), s, sub_a, tmp);
+      exchange<T>(sp, peers, true, st, st.lk(), st.ln(), t, sub_b, tmp);
       sp.compute_waits_for_comm();
     });
     recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
     timed(level_phase(depth, kExchangeOut), [&] {
-      exchange<T>(sp, peers, false, mall, qc, sub_c, L, rows_a, wb, g, tmp);
+      exchange<T>(sp, peers, false, st, st.lm(), st.ln(), mall, sub_c, tmp);
       sp.compute_waits_for_comm();
     });
     timed(level_phase(depth, kCombine), [&] {
@@ -394,37 +387,36 @@ class Caps final : public AlgorithmBase<Caps> {
         fused<T>(sp, qc, [&](int, int j) { return f_.c[j][q]; }, 1, c + q * qc, 0, 7, mall, qc);
     });
   }
-  // The BFS all-to-all among the 7 peers, on the comm lane. In: sends sums[p] (quarter elements:
-  // L leaf chunks of rows x w(me)) to peer p and assembles the subproblem `sub`: per leaf, the 7
-  // peers' column chunks side by side. Out (in = false): the reverse, from the group's product
-  // `sub` into this rank's chunks of all seven products (`sums`). One leaf: the chunks travel in
-  // place; more: peer p's L runs of rows x w(p) go through `tmp`, whole.
-  template <class T, class Width>
-  void exchange(DeviceSpace& sp, DeviceComm& peers, bool in, T* sums, index_t quarter, T* sub, index_t L,
-                index_t rows, Width w, int me, T* tmp) const {
-    std::array<index_t, 8> off{};
-    for (int p = 0; p < 7; ++p) off[std::size_t(p + 1)] = off[std::size_t(p)] + w(p);
-    const index_t total_w = off[7];
-    auto staged = [&](int p) { return L == 1 ? sub + off[std::size_t(p)] * rows : tmp + L * rows * off[std::size_t(p)]; };
+  // The BFS all-to-all among the 7 peers, on the comm lane, of the L = leaves / 4 leaf blocks of
+  // leaf_rows x leaf_cols of each product. In: sends sums[p] (L leaf chunks of rows x w(me)) to
+  // peer p and assembles the subproblem `sub`: per leaf, the 7 peers' column chunks side by side.
+  // Out (in = false): the reverse, from the group's product `sub` into this rank's chunks of all
+  // seven products (`sums`). One leaf: the chunks travel in place; more: peer p's L runs of
+  // rows x w(p) go through `tmp`, whole.
+  template <class T>
+  void exchange(DeviceSpace& sp, DeviceComm& peers, bool in, const Stage& st, index_t leaf_rows, index_t leaf_cols,
+                T* sums, T* sub, T* tmp) const {
+    const index_t L = st.leaves() / 4, rows = st.rows_of(leaf_rows), quarter = L * rows * st.cols_of(leaf_cols);
+    const int me = st.qc() % 7;
+    std::vector<index_t> n(7), of_sums(7, quarter);  // elements to or from peer p: of `sub`, of `sums`
+    std::array<index_t, 8> off{};                    // columns of the peers before p
+    for (std::size_t p = 0; p < 7; ++p) {
+      off[p + 1] = off[p] + chunk_width(leaf_cols, st.qc() - me + int(p), st.Qc());
+      n[p] = L * rows * (off[p + 1] - off[p]);
+    }
+    T* staged = L == 1 ? sub : tmp;  // peer p's part at L rows off[p]
     auto restage = [&](int p, bool to_sub) {  // between peer p's runs in `sub` and `from`, contiguous
-      T* from = p == me ? sums + me * quarter : tmp + L * rows * off[std::size_t(p)];
-      T* in_sub = sub + off[std::size_t(p)] * rows;
-      if (rows * w(p) == 0 || L == 0 || (L == 1 && p != me)) return;
-      if (to_sub) sp.copy(in_sub, rows * total_w, from, rows * w(p), rows * w(p), L, Lane::comm);
-      else sp.copy(from, rows * w(p), in_sub, rows * total_w, rows * w(p), L, Lane::comm);
+      const auto u = std::size_t(p);
+      const index_t run = rows * (off[u + 1] - off[u]);
+      T *from = p == me ? sums + me * quarter : tmp + L * rows * off[u], *in_sub = sub + off[u] * rows;
+      if (run == 0 || (L == 1 && p != me)) return;
+      if (to_sub) sp.copy(in_sub, rows * off[7], from, run, run, L, Lane::comm);
+      else sp.copy(from, run, in_sub, rows * off[7], run, L, Lane::comm);
     };
     sp.comm_waits_for_compute();
-    if (!in)
-      for (int p = 0; p < 7; ++p) restage(p, false);
-    peers.group_start();
-    for (int p = 0; p < 7; ++p) {
-      if (p == me) continue;
-      if (quarter > 0) in ? peers.send(sums + p * quarter, quarter, p) : peers.recv(sums + p * quarter, quarter, p);
-      if (rows * w(p) > 0) in ? peers.recv(staged(p), L * rows * w(p), p) : peers.send(staged(p), L * rows * w(p), p);
-    }
-    peers.group_end();
-    if (in)
-      for (int p = 0; p < 7; ++p) restage(p, true);
+    for (int p = 0; p < 7 && !in; ++p) restage(p, false);
+    in ? peers.all_to_all_v<T>(sums, of_sums, staged, n) : peers.all_to_all_v<T>(staged, n, sums, of_sums);
+    for (int p = 0; p < 7 && in; ++p) restage(p, true);
   }
 
   // ---- Dealt steps (X): the last L levels' 7^L subproblems dealt in rounds over the stage ----
@@ -664,18 +656,15 @@ class Caps final : public AlgorithmBase<Caps> {
   // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
   // (both clipped to the matrix: the rest is padding).
   Piece piece(index_t rows, index_t cols, index_t leaf_rows, index_t leaf_cols) const {
-    Piece p;
-    const int S = top_.steps;
-    const index_t r0 = chunk_begin(leaf_rows, top_.qr(), top_.mr), h = top_.rows_of(leaf_rows);
-    const index_t c0 = chunk_begin(leaf_cols, top_.qc(), top_.Qc()), w = top_.cols_of(leaf_cols);
-    for (index_t L = 0; L < (index_t(1) << S); ++L) {
-      index_t g0 = L * leaf_rows + r0, g1 = std::min(g0 + h, rows);
-      if (g1 > g0) p.row_runs.push_back({g0, g1 - g0});
-      g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
-      if (g1 > g0) p.col_runs.push_back({g0, g1 - g0});
-    }
-    if (p.col_runs.empty() || p.row_runs.empty()) return Piece();
-    return p;
+    auto runs = [&](index_t n, index_t leaf, index_t c0, index_t w) {  // [b leaf + c0, + w) of each leaf block b
+      std::vector<Run> v;
+      for (index_t b = 0; b < (index_t(1) << top_.steps); ++b)
+        if (const index_t g0 = b * leaf + c0, g1 = std::min(g0 + w, n); g1 > g0) v.push_back({g0, g1 - g0});
+      return v;
+    };
+    Piece p{runs(rows, leaf_rows, chunk_begin(leaf_rows, top_.qr(), top_.mr), top_.rows_of(leaf_rows)),
+            runs(cols, leaf_cols, chunk_begin(leaf_cols, top_.qc(), top_.Qc()), top_.cols_of(leaf_cols))};
+    return p.col_runs.empty() || p.row_runs.empty() ? Piece() : p;
   }
   // Offset, in leaf blocks of a Z-ordered buffer, of leaf block (bi, bj) of a 2^S x 2^S grid.
   static index_t z_index(index_t bi, index_t bj, int S) {
