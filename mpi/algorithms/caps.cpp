@@ -151,8 +151,8 @@ class Caps final : public AlgorithmBase<Caps> {
     if (dealt_levels_ == 0) leaf_rows_ = cur->split(low.qr(), low.qc()), leaf_cols_ = cur->split(low.qc(), low.qr());
     // DISTMM_CAPS_BALANCE=0 turns the balancer off, agreed over the ranks (a rank that balances
     // alone would wait for a gather the others never post).
-    const bool off = world_.any(!settings().caps_balance);
-    balanced_ = !device_resident && !off && cur->size() > 1 && pow7(dealt_levels_) > 2 * index_t(cur->size());
+    balanced_ = !world_.any(!settings().caps_balance) && !device_resident && cur->size() > 1 &&
+                pow7(dealt_levels_) > 2 * index_t(cur->size());
   }
 
   std::string name() const override { return "caps"; }
@@ -298,13 +298,13 @@ class Caps final : public AlgorithmBase<Caps> {
     reset_phases();
     T *a = device_buffer<T>(0), *b = device_buffer<T>(1), *c = device_buffer<T>(2);
     timed(tail_phase(2), [&] {
-      pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a, top_.a_len());
-      pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b, top_.b_len());
+      pack(sp, A, piece_a_, top_.lm(), top_.lk(), a, top_.a_len());
+      pack(sp, B, piece_b_, top_.lk(), top_.ln(), b, top_.b_len());
     });
     recurse<T>(sp, top_, 0, a, b, c);
     step_done(1, 1);
     timed(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
-      for_each_part_block(s_.m, s_.n, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+      for_each_part_block(piece_c_, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
         sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, c + z, ld(h), nr, cnt, alpha, beta);
       });
     });
@@ -312,29 +312,23 @@ class Caps final : public AlgorithmBase<Caps> {
 
  private:
   // Calls f(offset in the Z-ordered buffer, nr, cnt, local row, local column, h) for the blocks
-  // of this rank's part of the padded layout that hold data: nr rows and cnt columns of the piece.
+  // of this rank's part of the padded layout (leaf blocks lr x lc) that hold data: nr rows and cnt
+  // columns of piece p, whose runs are those of the first leaf-block rows and columns.
   template <class F>
-  void for_each_part_block(index_t rows, index_t cols, index_t lr, index_t lc, F&& f) const {
-    const index_t nb = index_t(1) << top_.steps, h = top_.rows_of(lr), w = top_.cols_of(lc);
-    const index_t r0 = chunk_begin(lr, top_.qr(), top_.mr), c0 = chunk_begin(lc, top_.qc(), top_.Qc());
-    index_t first_col = 0;
-    for (index_t bj = 0; bj < nb; ++bj) {
-      const index_t cnt = std::clamp<index_t>(cols - (bj * lc + c0), 0, w);  // a prefix of the chunk
-      index_t first_row = 0;
-      for (index_t bi = 0; bi < nb; ++bi) {
-        const index_t nr = std::clamp<index_t>(rows - (bi * lr + r0), 0, h);
-        if (nr > 0 && cnt > 0) f(z_index(bi, bj, top_.steps) * h * w, nr, cnt, first_row, first_col, h);
-        first_row += nr;
-      }
-      first_col += cnt;
+  void for_each_part_block(const Piece& p, index_t lr, index_t lc, F&& f) const {
+    const index_t h = top_.rows_of(lr), w = top_.cols_of(lc);
+    index_t c0 = 0;
+    for (std::size_t bj = 0; bj < p.col_runs.size(); c0 += p.col_runs[bj++].length) {
+      index_t r0 = 0;
+      for (std::size_t bi = 0; bi < p.row_runs.size(); r0 += p.row_runs[bi++].length)
+        f(z_index(index_t(bi), index_t(bj), top_.steps) * h * w, p.row_runs[bi].length, p.col_runs[bj].length, r0, c0, h);
     }
   }
   // The user's piece into the Z-ordered, zero-padded leaf parts.
   template <class T>
-  void pack(DeviceSpace& sp, MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out,
-            index_t len) const {
+  void pack(DeviceSpace& sp, MatrixView<const T> M, const Piece& p, index_t lr, index_t lc, T* out, index_t len) const {
     sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
-    for_each_part_block(rows, cols, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+    for_each_part_block(p, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
       sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
     });
   }
@@ -421,24 +415,24 @@ class Caps final : public AlgorithmBase<Caps> {
 
   // ---- Dealt steps (X): the last L levels' 7^L subproblems dealt in rounds over the stage ----
   // The sums of the dealt levels above the last, as formed so far: level l's (at) is the sum of
-  // its prefix (j div 7^(L-l)), in its store or, where the formula takes one quadrant alone
+  // its prefix (j div 7^(L-l)), in its level buffer or, where the formula takes one quadrant alone
   // (Strassen's A11, A22; Winograd's A11, A12, A22), in place in its parent; from_x: that
   // place lies in the stage's own A or B, which no dealt step overwrites.
   template <class T>
   struct DealtSum {
-    T* store = nullptr;
     const T* at = nullptr;
     index_t prefix = -1;
     bool from_x = false;
   };
-  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) for the stage's
-  // chunk x (len elements): each level's sum is formed when its prefix first appears (j only
+  // Subproblem j's chunk of a sum (side 0: S_j of A with f_.a, 1: T_j of B with f_.b) for the
+  // stage's chunk x (len elements): each level's sum is formed when its prefix first appears (j only
   // grows within a dealt step); the last level's into `out`, or not at all where it is one
   // quadrant of x itself. Returns where the chunk lies. (A last-level quadrant of a stored sum is
   // copied: the next prefix overwrites the store while the chunk may still be on its way.)
   template <class T>
-  const T* dealt_sum(DeviceSpace& sp, int depth, index_t j, int L, const T* x, index_t len, const int (&coef)[7][4],
+  const T* dealt_sum(DeviceSpace& sp, int depth, index_t j, int L, int side, const T* x, index_t len,
                      std::vector<DealtSum<T>>& s, T* out) {
+    const int (&coef)[7][4] = side == 0 ? f_.a : f_.b;
     const T* parent = x;
     bool parent_in_x = true;
     for (int l = 1; l <= L; ++l) {
@@ -451,7 +445,7 @@ class Caps final : public AlgorithmBase<Caps> {
         if (q >= 0 && (l < L || parent_in_x)) {
           v.at = parent + q * len, v.from_x = parent_in_x;
         } else {
-          T* dst = l == L ? out : v.store;
+          T* dst = l == L ? out : device_buffer<T>(level_buffer(depth + l, side));
           timed(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
           v.at = dst, v.from_x = false;
         }
@@ -461,24 +455,20 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     return parent;
   }
-  // Subproblem j's product chunk q (blk_c elements) into C through the stack: level L - 1's
+  // Subproblem j's product chunk M (blk_c elements) into C through the stack: level L - 1's
   // partial product (C itself when L = 1) takes it; a level whose seventh child is in passes
   // its sum one level up and starts afresh.
   template <class T>
-  void dealt_product(DeviceSpace& sp, int depth, index_t j, int L, const T* q, index_t blk_c, T* c,
-                     const std::vector<T*>& stack, std::vector<std::array<bool, 4>>& touched) {
-    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
-    index_t quarter = blk_c;
-    auto add = [&](int l, const T* M, int d) {
+  void dealt_product(DeviceSpace& sp, int depth, index_t j, int L, const T* M, index_t quarter, T* c,
+                     std::vector<std::array<bool, 4>>& touched) {
+    for (int l = L - 1;; --l) {
+      const int d = digit(j, l + 1, L);
+      T* up = l == 0 ? c : device_buffer<T>(level_buffer(depth + l, 2));
       timed(level_phase(depth + l, kCombine), [&] {
-        fused<T>(sp, quarter, [&](int q, int) { return f_.c[d][q]; }, 4, level(l), quarter, 1, M, 0, &touched[std::size_t(l)]);
+        fused<T>(sp, quarter, [&](int q, int) { return f_.c[d][q]; }, 4, up, quarter, 1, M, 0, &touched[std::size_t(l)]);
       });
-    };
-    add(L - 1, q, digit(j, L, L));
-    for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {  // (every quadrant got a product)
-      quarter *= 4;
-      add(l - 1, level(l), digit(j, l, L));
-      touched[std::size_t(l)] = {};
+      if (l == 0 || d < 6) return;  // (d = 6: every quadrant got a product)
+      touched[std::size_t(l)] = {}, M = up, quarter *= 4;
     }
   }
   // Round t + 1's sums formed (compute lane) and sent to their owners (comm lane, one group per
@@ -494,12 +484,6 @@ class Caps final : public AlgorithmBase<Caps> {
     RateGather times(P, 1);  // every rank's round-0 product time (none posted when counting)
     DeviceComm& comm = *comms().dealt;
     std::vector<DealtSum<T>> sa(std::size_t(L) + 1), sb(std::size_t(L) + 1);
-    std::vector<T*> cm(std::size_t(L), nullptr);
-    for (int l = 1; l < L; ++l) {
-      sa[std::size_t(l)].store = device_buffer<T>(level_buffer(depth + l, 0));
-      sb[std::size_t(l)].store = device_buffer<T>(level_buffer(depth + l, 1));
-      cm[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 2));
-    }
     auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
     std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
@@ -524,8 +508,8 @@ class Caps final : public AlgorithmBase<Caps> {
       for (std::size_t i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
         T* oa = int(i) == mine ? own_a : buf(kSendA, t) + index_t(i) * blk_a;
         T* ob = int(i) == mine ? own_b : buf(kSendB, t) + index_t(i) * blk_b;
-        from_a[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa);
-        from_b[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob);
+        from_a[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, 0, a, st.a_len(), sa, oa);
+        from_b[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, 1, b, st.b_len(), sb, ob);
       }
       timed(x_in, [&] {
         sp.comm_waits_for_compute();
@@ -560,7 +544,7 @@ class Caps final : public AlgorithmBase<Caps> {
       const DealtStep& s = plan.steps[t];
       for (std::size_t i = 0; i < s.owners.size(); ++i) {
         const T* q = s.owners[i] == me ? chunk(buf(kSubC, t), lm, ln, me) : buf(kProductsIn, t) + index_t(i) * blk_c;
-        dealt_product<T>(sp, depth, s.j0 + index_t(i), L, q, blk_c, c, cm, touched);
+        dealt_product<T>(sp, depth, s.j0 + index_t(i), L, q, blk_c, c, touched);
       }
     };
     // The last J mod P subproblems (unbalanced), each split over all ranks: rank r forms its
@@ -569,8 +553,8 @@ class Caps final : public AlgorithmBase<Caps> {
     // 0's buffers are free again (the comm lane is waited for first).
     auto split_product = [&](index_t j) {
       T *s_all = buf(kSubA, 0), *t_mine = buf(kSendB, 0), *product = buf(kSubC, 0), *s_mine = chunk(s_all, lm, lk, me);
-      const T* fs = dealt_sum<T>(sp, depth, j, L, a, st.a_len(), f_.a, sa, s_mine);
-      const T* ft = dealt_sum<T>(sp, depth, j, L, b, st.b_len(), f_.b, sb, t_mine);
+      const T* fs = dealt_sum<T>(sp, depth, j, L, 0, a, st.a_len(), sa, s_mine);
+      const T* ft = dealt_sum<T>(sp, depth, j, L, 1, b, st.b_len(), sb, t_mine);
       timed(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
@@ -584,7 +568,7 @@ class Caps final : public AlgorithmBase<Caps> {
       timed(tail_phase(1), [&] {
         sp.gemm<T>(Op::N, Op::N, lm, chunk_width(ln, me, P), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
       });
-      if (blk_c > 0) dealt_product<T>(sp, depth, j, L, static_cast<const T*>(product), blk_c, c, cm, touched);
+      if (blk_c > 0) dealt_product<T>(sp, depth, j, L, product, blk_c, c, touched);
     };
     if (!plan.steps.empty()) post_in(0);
     for (std::size_t t = 0; t < plan.steps.size(); ++t) {
