@@ -506,10 +506,9 @@ class Caps final : public AlgorithmBase<Caps> {
       const int mine = plan.index_of(t, me);
       T *own_a = chunk(buf(kSubA, t), lm, lk, me), *own_b = chunk(buf(kSubB, t), lk, ln, me);
       for (std::size_t i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
-        T* oa = int(i) == mine ? own_a : buf(kSendA, t) + index_t(i) * blk_a;
-        T* ob = int(i) == mine ? own_b : buf(kSendB, t) + index_t(i) * blk_b;
-        from_a[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, 0, a, st.a_len(), sa, oa);
-        from_b[i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, 1, b, st.b_len(), sb, ob);
+        const index_t j = s.j0 + index_t(i), at = index_t(i);
+        from_a[i] = dealt_sum<T>(sp, depth, j, L, 0, a, st.a_len(), sa, int(i) == mine ? own_a : buf(kSendA, t) + at * blk_a);
+        from_b[i] = dealt_sum<T>(sp, depth, j, L, 1, b, st.b_len(), sb, int(i) == mine ? own_b : buf(kSendB, t) + at * blk_b);
       }
       timed(x_in, [&] {
         sp.comm_waits_for_compute();
@@ -523,19 +522,6 @@ class Caps final : public AlgorithmBase<Caps> {
         comm.group_end();
         if (mine >= 0) put(own_a, from_a[std::size_t(mine)], blk_a), put(own_b, from_b[std::size_t(mine)], blk_b);
         sp.mark(Lane::comm, in_mark(t));
-      });
-    };
-    auto post_out = [&](std::size_t t) {  // after the round's product
-      const DealtStep& s = plan.steps[t];
-      const int mine = plan.index_of(t, me);
-      timed(x_out, [&] {
-        sp.comm_waits_for_compute();
-        comm.group_start();
-        for (std::size_t i = 0; blk_c > 0 && i < s.owners.size(); ++i)
-          if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, s.owners[i]);
-        if (mine >= 0) chunks(true, buf(kSubC, t), lm, ln);
-        comm.group_end();
-        sp.mark(Lane::comm, out_mark(t));
       });
     };
     auto combine_round = [&](std::size_t t) {  // once the round's products are here
@@ -576,7 +562,8 @@ class Caps final : public AlgorithmBase<Caps> {
       plan.extend_to(t + 1);  // (balanced: may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
       timed(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
-      if (plan.index_of(t, me) >= 0) {
+      const int mine = plan.index_of(t, me);
+      if (mine >= 0) {
         if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
         const double t0 = MPI_Wtime();
         timed(tail_phase(1), [&] {
@@ -586,7 +573,15 @@ class Caps final : public AlgorithmBase<Caps> {
           times.post(groups_.empty() ? world_ : groups_.back(), {skewed(skew_, me, MPI_Wtime() - t0)});
       }
       if (t >= 1) combine_round(t - 1);
-      post_out(t);
+      timed(x_out, [&] {  // the round's products back, during the next round's
+        sp.comm_waits_for_compute();
+        comm.group_start();
+        for (std::size_t i = 0; blk_c > 0 && i < plan.steps[t].owners.size(); ++i)
+          if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, plan.steps[t].owners[i]);
+        if (mine >= 0) chunks(true, buf(kSubC, t), lm, ln);
+        comm.group_end();
+        sp.mark(Lane::comm, out_mark(t));
+      });
       if (depth == 0) step_done(int(t + 1), int(plan.steps.size()));
     }
     if (!plan.steps.empty()) combine_round(plan.steps.size() - 1);

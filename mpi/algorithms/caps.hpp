@@ -32,9 +32,7 @@ struct DealtPlan {
   // J subproblems over P ranks. Balanced: rounds 0 and 1 (the rest once balance() has the
   // times); else round-robin in whole rounds, the last J mod P left (split over all ranks).
   DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) {
-    if (balanced) add(), add();
-    else
-      while (J - next >= P) add();
+    while (balanced ? steps.size() < 2 : J - next >= P) add();
   }
   std::vector<DealtStep> steps;
   index_t next = 0, J = 0;

@@ -40,8 +40,7 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
 std::optional<std::pair<int, int>> caps_factors(int P) {
   int m = P, k = 0;
   while (m > 0 && m % 7 == 0) m /= 7, ++k;
-  if (m < 1 || m > 6) return std::nullopt;
-  return std::make_pair(m, k);
+  return m >= 1 && m <= 6 ? std::optional(std::make_pair(m, k)) : std::nullopt;
 }
 
 std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o) {
@@ -64,19 +63,18 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     const int b = int(std::count(steps.begin(), steps.end(), CapsStep::bfs));
     const int x = int(std::count(steps.begin(), steps.end(), CapsStep::dealt));
     const std::string text = to_string(steps);
+    auto bad = [&](const std::string& why) { return UsageError("--caps-steps '" + text + "'" + why); };
     if (x > 0 && text.find_first_not_of('X', text.find('X')) != std::string::npos)
-      throw UsageError("--caps-steps '" + text + "': dealt steps (X) must come last, e.g. BXX");
-    if (x > 6) throw UsageError("--caps-steps '" + text + "': at most 6 dealt steps (7^6 = 117649 subproblems)");
+      throw bad(": dealt steps (X) must come last, e.g. BXX");
+    if (x > 6) throw bad(": at most 6 dealt steps (7^6 = 117649 subproblems)");
     if (x > 0 && b > v7)
-      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but 7^" +
-                       std::to_string(b) + " does not divide " + std::to_string(P) + " ranks: use at most " +
-                       std::to_string(v7));
+      throw bad(" has " + std::to_string(b) + " BFS steps but 7^" + std::to_string(b) + " does not divide " +
+                std::to_string(P) + " ranks: use at most " + std::to_string(v7));
     if (x == 0 && !factors) throw no_fit();
     if (x == 0 && b != factors->second)
-      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but " +
-                       std::to_string(P) + " ranks = " + std::to_string(factors->first) + " * 7^" +
-                       std::to_string(factors->second) + " need exactly " + std::to_string(factors->second) +
-                       " (or end with dealt steps, X)");
+      throw bad(" has " + std::to_string(b) + " BFS steps but " + std::to_string(P) + " ranks = " +
+                std::to_string(factors->first) + " * 7^" + std::to_string(factors->second) + " need exactly " +
+                std::to_string(factors->second) + " (or end with dealt steps, X)");
     if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
     sequences.push_back(steps);
   } else {
@@ -91,21 +89,15 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
     const int k7 = factors ? factors->second : 0;
     auto with_dfs = [&](int top, int below) {
-      CapsSteps st(top, CapsStep::dfs);
-      st.insert(st.end(), k7, CapsStep::bfs);
-      st.insert(st.end(), below, CapsStep::dfs);
-      return st;
+      return *parse_caps_steps(std::string(top, 'D') + std::string(k7, 'B') + std::string(below, 'D'));
     };
     constexpr int kTop = 8, kBelow = 3;
     std::vector<CapsSteps> weighed;  // with_dfs(top, below) at top * kBelow + below, then the dealt ones
     for (int i = 0; factors && i < kTop * kBelow; ++i) weighed.push_back(with_dfs(i / kBelow, i % kBelow));
     const std::size_t first_dealt = weighed.size();
-    for (int b : {0, v7})
-      for (int L = 1; !o.device_resident && L <= 4 && (smallest >> (b + L)) >= 64; ++L) {
-        CapsSteps st(b, CapsStep::bfs);
-        st.insert(st.end(), L, CapsStep::dealt);
-        if (std::find(weighed.begin() + long(first_dealt), weighed.end(), st) == weighed.end()) weighed.push_back(st);
-      }
+    for (int b = 0; b <= v7; b += std::max(v7, 1))  // below none or all of the BFS steps
+      for (int L = 1; !o.device_resident && L <= 4 && (smallest >> (b + L)) >= 64; ++L)
+        weighed.push_back(*parse_caps_steps(std::string(b, 'B') + std::string(L, 'X')));
     // Every rank must keep the same candidates (each one builds communicators), and an engine's
     // workspace estimate may rest on this process's own timing (a CPU engine's automatic
     // levels): the estimates of every sequence weighed, their largest over the ranks decide.
@@ -138,7 +130,6 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
 
   // The candidates' predicted times (cost_model.hpp) from their exact counts.
   const MachineModel mm = machine_model_for(world, o.device_resident, o.engine ? o.engine->name() : "", o.dtype, double(s.m), double(s.n), double(s.k));
-  const double elem = double(size_of(o.dtype));
   std::vector<std::unique_ptr<DistAlgorithm>> cands;
   std::vector<std::string> keys;  // "DB strassen": the choice among CAPS variants
   std::vector<double> t, words;
@@ -147,15 +138,14 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       cands.push_back(make_caps_schedule(world, s, seq, *f, o.device_resident));
       keys.push_back((seq.empty() ? std::string("-") : to_string(seq)) + " " + f->name);
       const CommEstimate e = cands.back()->analytic();
-      t.push_back(predicted_seconds(mm, e, elem));
+      t.push_back(predicted_seconds(mm, e, double(size_of(o.dtype))));
       words.push_back(e.words_max);
     }
   const std::size_t best = words_first_choice(t, words);
   std::string why = "caps steps and formula by the cost model (of those that fit in memory):";
   char buf[128];
   for (std::size_t c = 0; c < cands.size(); ++c) {
-    std::snprintf(buf, sizeof buf, " %s%s %.3g s%s", c == best ? "*" : "", keys[c].c_str(), t[c],
-                  c + 1 < cands.size() ? "," : "");
+    std::snprintf(buf, sizeof buf, " %s%s %.3g s%s", c == best ? "*" : "", keys[c].c_str(), t[c], c + 1 < cands.size() ? "," : "");
     why += buf;
   }
   cands[best]->set_selection(why);
