@@ -82,9 +82,8 @@ int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
 
 // The quadrant that product j's row of a formula table takes alone, with coefficient 1 (-1: none).
 int lone_quadrant(const int (&coef)[7][4], int j) {
-  const auto nonzero = [](int x) { return x != 0; };
-  const int q = int(std::find_if(coef[j], coef[j] + 4, nonzero) - coef[j]);
-  return std::count_if(coef[j], coef[j] + 4, nonzero) == 1 && coef[j][q] == 1 ? q : -1;
+  const int q = int(std::find_if(coef[j], coef[j] + 4, [](int x) { return x != 0; }) - coef[j]);
+  return std::count(coef[j], coef[j] + 4, 0) == 3 && coef[j][q] == 1 ? q : -1;
 }
 
 // The leaf's k-panels: where neither A's column chunks (over the mc grid columns) nor B's row
@@ -94,10 +93,9 @@ std::vector<KPanel> leaf_panels(index_t lk, int mr, int mc) {
   return common_panels(lk, lk, [&](int c) { return chunk_begin(lk, c, mc); }, [&](int r) { return chunk_begin(lk, r, mr); });
 }
 
-// One fused pass (DeviceSpace::combine): out_o (+)= sum_i coef(o, i) in_i for o < n_out and
-// i < n_in, outputs `os` and inputs `is` elements apart, each input it uses read once (at most four
-// of each); an output without a term is skipped, one not yet written (touched[o], if given) is
-// overwritten.
+// One fused pass (DeviceSpace::combine): out_o (+)= sum_i coef(o, i) in_i for o < n_out, i < n_in,
+// outputs `os` and inputs `is` elements apart, each input used read once (at most four of each);
+// an output without a term is skipped, one not yet written (touched[o], if given) overwritten.
 template <class T, class Coef>
 void fused(DeviceSpace& sp, index_t n, Coef coef, int n_out, T* out, index_t os, int n_in, const T* in, index_t is,
            std::array<bool, 4>* touched = nullptr) {
@@ -193,9 +191,8 @@ class Caps final : public AlgorithmBase<Caps> {
       st.rank = r;
       const SpaceCounts n = counted([&](CountingSpace& cs) {
         SpaceComms k = comms_for(st, [&](const Comm&, int rank, int size) { return cs.comm_as(rank, size); });
-        Caps& self = const_cast<Caps&>(*this);
-        self.counting_comms_ = &k;
-        self.recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
+        counting_comms_ = &k;
+        const_cast<Caps*>(this)->recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
       });
       // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
       acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
@@ -203,11 +200,9 @@ class Caps final : public AlgorithmBase<Caps> {
     }
     CommEstimate e = acc.done(world_.size());
     e.balanced = balanced_, e.flops_mean = flops_sum / world_.size();
-    if (dealt_levels_ > 0) {  // a dealt subproblem's flops, as often as the DFS steps above repeat it
-      const GemmShape g = device_gemm_shape();
-      const double repeats = double(pow7(int(std::count(steps_.begin(), steps_.end(), CapsStep::dfs))));
-      e.flops_unit = repeats * 2.0 * double(g.m) * double(g.n) * double(g.k);
-    }
+    const GemmShape g = device_gemm_shape();  // dealt: a subproblem, as often as the DFS steps above repeat it
+    const double repeats = double(pow7(int(std::count(steps_.begin(), steps_.end(), CapsStep::dfs))));
+    if (dealt_levels_ > 0) e.flops_unit = repeats * 2.0 * double(g.m) * double(g.n) * double(g.k);
     return e;
   }
 
@@ -256,10 +251,10 @@ class Caps final : public AlgorithmBase<Caps> {
   enum DealtBuffer { kSendA, kSendB, kSubA, kSubB, kSubC, kProductsIn, kDealtBuffers };
   std::size_t dealt_buffer(DealtBuffer which, int slot) const { return leaf_buffer(4) + 2 * std::size_t(which) + std::size_t(slot); }
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
-    std::vector<index_t> n(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);  // elements
+    std::vector<std::size_t> n(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);  // elements, then bytes
     n[0] = top_.a_len(), n[1] = top_.b_len(), n[2] = top_.c_len();
     const Stage st = walk(top_, [&](int d, const Stage& up) {
-      index_t* L = &n[level_buffer(d, 0)];
+      std::size_t* L = &n[level_buffer(d, 0)];
       L[0] = up.a_len() / 4, L[1] = up.b_len() / 4, L[2] = up.c_len() / 4;  // (DFS: one product's)
       if (steps_[std::size_t(d)] == CapsStep::dfs) return;
       const Stage ch = up.child_bfs();
@@ -269,7 +264,7 @@ class Caps final : public AlgorithmBase<Caps> {
     });
     if (dealt_levels_ > 0) {
       for (int l = 1; l < st.steps; ++l) {
-        index_t* L = &n[level_buffer(int(steps_.size()) - dealt_levels_ + l, 0)];
+        std::size_t* L = &n[level_buffer(int(steps_.size()) - dealt_levels_ + l, 0)];
         L[0] = st.a_len() >> (2 * l), L[1] = st.b_len() >> (2 * l), L[2] = st.c_len() >> (2 * l);
       }
       const index_t lm = st.lm(), lk = st.lk(), ln = st.ln(), P = st.P;
@@ -283,9 +278,8 @@ class Caps final : public AlgorithmBase<Caps> {
       n[leaf_buffer(0)] = n[leaf_buffer(1)] = st.rows_of(st.lm()) * wmax;
       n[leaf_buffer(2)] = n[leaf_buffer(3)] = wmax * st.cols_of(st.ln());
     }
-    std::vector<std::size_t> bytes;
-    for (index_t x : n) bytes.push_back(std::size_t(x) * size_of(dt));
-    return bytes;
+    for (std::size_t& x : n) x *= size_of(dt);
+    return n;
   }
   GemmShape device_gemm_shape() const override {
     const Stage st = walk(top_, [](int, const Stage&) {});
@@ -297,9 +291,16 @@ class Caps final : public AlgorithmBase<Caps> {
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
     T *a = device_buffer<T>(0), *b = device_buffer<T>(1), *c = device_buffer<T>(2);
+    // The user's piece into the Z-ordered, zero-padded leaf parts.
+    auto pack = [&](MatrixView<const T> M, const Piece& p, index_t lr, index_t lc, T* out, index_t len) {
+      sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
+      for_each_part_block(p, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+        sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
+      });
+    };
     timed(tail_phase(2), [&] {
-      pack(sp, A, piece_a_, top_.lm(), top_.lk(), a, top_.a_len());
-      pack(sp, B, piece_b_, top_.lk(), top_.ln(), b, top_.b_len());
+      pack(A, piece_a_, top_.lm(), top_.lk(), a, top_.a_len());
+      pack(B, piece_b_, top_.lk(), top_.ln(), b, top_.b_len());
     });
     recurse<T>(sp, top_, 0, a, b, c);
     step_done(1, 1);
@@ -323,14 +324,6 @@ class Caps final : public AlgorithmBase<Caps> {
       for (std::size_t bi = 0; bi < p.row_runs.size(); r0 += p.row_runs[bi++].length)
         f(z_index(index_t(bi), index_t(bj), top_.steps) * h * w, p.row_runs[bi].length, p.col_runs[bj].length, r0, c0, h);
     }
-  }
-  // The user's piece into the Z-ordered, zero-padded leaf parts.
-  template <class T>
-  void pack(DeviceSpace& sp, MatrixView<const T> M, const Piece& p, index_t lr, index_t lc, T* out, index_t len) const {
-    sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
-    for_each_part_block(p, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
-      sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
-    });
   }
 
   template <class T>
@@ -440,8 +433,7 @@ class Caps final : public AlgorithmBase<Caps> {
       len /= 4;
       const index_t pre = j / pow7(L - l);
       if (l == L || v.prefix != pre) {
-        const int d = digit(j, l, L);
-        const int q = lone_quadrant(coef, d);
+        const int d = digit(j, l, L), q = lone_quadrant(coef, d);
         if (q >= 0 && (l < L || parent_in_x)) {
           v.at = parent + q * len, v.from_x = parent_in_x;
         } else {
@@ -487,8 +479,6 @@ class Caps final : public AlgorithmBase<Caps> {
     auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
     std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
-    auto in_mark = [](std::size_t t) { return 2 + int(t % 2); };
-    auto out_mark = [](std::size_t t) { return 4 + int(t % 2); };
     // Rank r's column chunk of a whole rows x cols operand; every other rank's sent from it or
     // received into it.
     auto chunk = [&](T* whole, index_t rows, index_t cols, int r) { return whole + chunk_begin(cols, r, P) * rows; };
@@ -521,11 +511,11 @@ class Caps final : public AlgorithmBase<Caps> {
         }
         comm.group_end();
         if (mine >= 0) put(own_a, from_a[std::size_t(mine)], blk_a), put(own_b, from_b[std::size_t(mine)], blk_b);
-        sp.mark(Lane::comm, in_mark(t));
+        sp.mark(Lane::comm, 2 + int(t % 2));
       });
     };
     auto combine_round = [&](std::size_t t) {  // once the round's products are here
-      timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
+      timed(x_out, [&] { sp.wait_mark(Lane::compute, 4 + int(t % 2)); });
       if (blk_c == 0) return;
       const DealtStep& s = plan.steps[t];
       for (std::size_t i = 0; i < s.owners.size(); ++i) {
@@ -561,10 +551,10 @@ class Caps final : public AlgorithmBase<Caps> {
       if (balanced_ && t == 1) timed(x_in, [&] { times.wait(); }), plan.balance(times.all);
       plan.extend_to(t + 1);  // (balanced: may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
-      timed(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
+      timed(x_in, [&] { sp.wait_mark(Lane::compute, 2 + int(t % 2)); });
       const int mine = plan.index_of(t, me);
       if (mine >= 0) {
-        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
+        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, 4 + int(t % 2)); });  // round t - 2's products have left
         const double t0 = MPI_Wtime();
         timed(tail_phase(1), [&] {
           sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
@@ -580,7 +570,7 @@ class Caps final : public AlgorithmBase<Caps> {
           if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, plan.steps[t].owners[i]);
         if (mine >= 0) chunks(true, buf(kSubC, t), lm, ln);
         comm.group_end();
-        sp.mark(Lane::comm, out_mark(t));
+        sp.mark(Lane::comm, 4 + int(t % 2));
       });
       if (depth == 0) step_done(int(t + 1), int(plan.steps.size()));
     }
@@ -664,7 +654,7 @@ class Caps final : public AlgorithmBase<Caps> {
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
   SpaceComms comms_;  // (destroyed before the Comms above)
-  SpaceComms* counting_comms_ = nullptr;  // a counting run's (analytic)
+  mutable SpaceComms* counting_comms_ = nullptr;  // a counting run's (analytic)
   SpaceComms& comms() { return counting_ ? *counting_comms_ : comms_; }
 };
 

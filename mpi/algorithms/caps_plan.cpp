@@ -87,9 +87,8 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // DFS steps below). Then, on any rank count, dealt steps below none or all of
     // the BFS steps that 7^k | P allows (1 to 4 of them, leaves of at least 64), host runs only.
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
-    const int k7 = factors ? factors->second : 0;
     auto with_dfs = [&](int top, int below) {
-      return *parse_caps_steps(std::string(top, 'D') + std::string(k7, 'B') + std::string(below, 'D'));
+      return *parse_caps_steps(std::string(top, 'D') + std::string(v7, 'B') + std::string(below, 'D'));
     };
     constexpr int kTop = 8, kBelow = 3;
     std::vector<CapsSteps> weighed;  // with_dfs(top, below) at top * kBelow + below, then the dealt ones
@@ -110,9 +109,9 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       int d = 0;
       while (d < kTop - 1 && !fits(std::size_t(d * kBelow))) ++d;
       for (int extra = 0; extra < kBelow; ++extra) {
-        if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
+        if (extra > 0 && (smallest >> (d + extra + v7)) < 64) continue;  // leaves of at least 64
         sequences.push_back(with_dfs(d + extra, 0));
-        if (extra > 0 && k7 > 0 && fits(std::size_t(d * kBelow + extra))) sequences.push_back(with_dfs(d, extra));
+        if (extra > 0 && v7 > 0 && fits(std::size_t(d * kBelow + extra))) sequences.push_back(with_dfs(d, extra));
       }
     }
     for (std::size_t i = first_dealt; i < weighed.size(); ++i)
