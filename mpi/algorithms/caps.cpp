@@ -107,7 +107,8 @@ void fused(DeviceSpace& sp, index_t n, Coef coef, int n_out, T* out, index_t os,
       if (coef(o, int(i)) == 0) continue;
       if (slot[i] < 0) slot[i] = c.n_in, c.in[std::size_t(c.n_in++)] = in + index_t(i) * is;
       c.coef[k][std::size_t(slot[i])] = coef(o, int(i));
-      if (c.n_out == int(k)) c.n_out++, c.out[k] = out + o * os, c.accumulate[k] = touched && std::exchange((*touched)[std::size_t(o)], true);
+      if (c.n_out == int(k))  // (the output's first term)
+        c.n_out++, c.out[k] = out + o * os, c.accumulate[k] = touched && std::exchange((*touched)[std::size_t(o)], true);
     }
   }
   if (n > 0) sp.combine(n, c, dtype_of<T>());

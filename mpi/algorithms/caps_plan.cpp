@@ -116,11 +116,9 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     }
     for (std::size_t i = first_dealt; i < weighed.size(); ++i)
       if (fits(i)) sequences.push_back(weighed[i]);
-    if (sequences.empty()) {  // nothing fits: the leanest, whose memory error names the fix
-      if (factors) sequences.push_back(with_dfs(kTop - 1, 0));
-      else if (first_dealt < weighed.size()) sequences.push_back(weighed[first_dealt]);
-      else throw no_fit();
-    }
+    if (weighed.empty()) throw no_fit();
+    if (sequences.empty())  // nothing fits: the leanest (most DFS steps, or one dealt), whose memory error names the fix
+      sequences.push_back(weighed[factors ? (kTop - 1) * kBelow : 0]);
   }
   const std::vector<const BilinearFormula*> formulas =
       o.formula ? std::vector{o.formula} : std::vector{&kStrassenFormula, &kWinogradFormula};
