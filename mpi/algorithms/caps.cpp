@@ -82,9 +82,8 @@ int digit(index_t j, int l, int L) { return int(j / pow7(L - l) % 7); }
 
 // The quadrant that product j's row of a formula table takes alone, with coefficient 1 (-1: none).
 int lone_quadrant(const int (&coef)[7][4], int j) {
-  const auto nonzero = [](int x) { return x != 0; };
-  const int q = int(std::find_if(coef[j], coef[j] + 4, nonzero) - coef[j]);
-  return std::count_if(coef[j], coef[j] + 4, nonzero) == 1 && coef[j][q] == 1 ? q : -1;
+  const int q = int(std::find_if(coef[j], coef[j] + 4, [](int x) { return x != 0; }) - coef[j]);
+  return std::count(coef[j], coef[j] + 4, 0) == 3 && coef[j][q] == 1 ? q : -1;
 }
 
 // The leaf's k-panels: where neither A's column chunks (over the mc grid columns) nor B's row
@@ -94,37 +93,31 @@ std::vector<KPanel> leaf_panels(index_t lk, int mr, int mc) {
   return common_panels(lk, lk, [&](int c) { return chunk_begin(lk, c, mc); }, [&](int r) { return chunk_begin(lk, r, mr); });
 }
 
-// out + i stride = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products, in one
-// pass reading only the quadrants they use.
+// One fused pass (DeviceSpace::combine): out_o (+)= sum_i coef(o, i) in_i for o < n_out, i < n_in,
+// outputs `os` and inputs `is` elements apart, each input used read once (at most four of each);
+// an output without a term is skipped, one not yet written (touched[o], if given) overwritten.
+template <class T, class Coef>
+void fused(DeviceSpace& sp, index_t n, Coef coef, int n_out, T* out, index_t os, int n_in, const T* in, index_t is,
+           std::array<bool, 4>* touched = nullptr) {
+  DeviceSpace::Combination c;
+  std::array<int, 7> slot{-1, -1, -1, -1, -1, -1, -1};
+  for (int o = 0; o < n_out; ++o) {
+    const auto k = std::size_t(c.n_out);  // this output's place once it has a term
+    for (std::size_t i = 0; i < std::size_t(n_in); ++i) {
+      if (coef(o, int(i)) == 0) continue;
+      if (slot[i] < 0) slot[i] = c.n_in, c.in[std::size_t(c.n_in++)] = in + index_t(i) * is;
+      c.coef[k][std::size_t(slot[i])] = coef(o, int(i));
+      if (c.n_out == int(k))  // (the output's first term)
+        c.n_out++, c.out[k] = out + o * os, c.accumulate[k] = touched && std::exchange((*touched)[std::size_t(o)], true);
+    }
+  }
+  if (n > 0) sp.combine(n, c, dtype_of<T>());
+}
+// out + i stride = sum_q coef[j0 + i][q] x_q (quadrants `quarter` apart) for 1-4 products.
 template <class T>
 void form_sums(DeviceSpace& sp, const T* x, index_t quarter, const int (&coef)[7][4], int j0, int j1, T* out,
                index_t stride = 0) {
-  DeviceSpace::Combination c;
-  std::array<int, 4> slot{-1, -1, -1, -1};
-  c.n_out = j1 - j0;
-  for (int j = j0; j < j1; ++j) {
-    c.out[std::size_t(j - j0)] = out + (j - j0) * stride;
-    for (int q = 0; q < 4; ++q) {
-      if (coef[j][q] == 0) continue;
-      if (slot[std::size_t(q)] < 0) slot[std::size_t(q)] = c.n_in, c.in[std::size_t(c.n_in++)] = x + q * quarter;
-      c.coef[std::size_t(j - j0)][std::size_t(slot[std::size_t(q)])] = coef[j][q];
-    }
-  }
-  if (quarter > 0) sp.combine(quarter, c, dtype_of<T>());
-}
-// C's quadrants (of `up`) (+)= coef[j][q] M for those product j feeds, reading M once; a quadrant
-// not yet written (touched[q]) is overwritten.
-template <class T>
-void scatter(DeviceSpace& sp, const T* M, index_t quarter, const int (&coef)[7][4], int j, T* up,
-             std::array<bool, 4>& touched) {
-  DeviceSpace::Combination k;
-  k.n_in = 1, k.in[0] = M;
-  for (std::size_t q = 0; q < 4; ++q) {
-    if (coef[j][q] == 0) continue;
-    const auto i = std::size_t(k.n_out++);
-    k.out[i] = up + index_t(q) * quarter, k.coef[i][0] = coef[j][q], k.accumulate[i] = touched[q], touched[q] = true;
-  }
-  if (quarter > 0) sp.combine(quarter, k, dtype_of<T>());
+  fused<T>(sp, quarter, [&](int o, int q) { return coef[j0 + o][q]; }, j1 - j0, out, stride, 4, x, quarter);
 }
 
 class Caps final : public AlgorithmBase<Caps> {
@@ -145,25 +138,20 @@ class Caps final : public AlgorithmBase<Caps> {
     piece_c_ = piece(s.m, s.n, top_.lm(), top_.ln());
     // Communicators of every BFS level, made once (collective, so every rank builds the same):
     // the 7 peers share a row part and a position r = qc div 7; group g = qc mod 7.
-    const Comm* cur = &world_;
-    for (CapsStep c : steps_) {
-      if (c != CapsStep::bfs) continue;
-      const int q = cur->rank(), qr = q % mr, qc = q / mr;
-      peers_.push_back(cur->split(qc / 7 * mr + qr, qc % 7));
-      groups_.push_back(cur->split(qc % 7, qc / 7 * mr + qr));
+    const Comm* cur = &world_;  // (st.rank is this rank's in *cur)
+    const Stage low = walk(top_, [&](int d, const Stage& st) {
+      if (steps_[std::size_t(d)] != CapsStep::bfs) return;
+      peers_.push_back(cur->split(st.qc() / 7 * mr + st.qr(), st.qc() % 7));
+      groups_.push_back(cur->split(st.qc() % 7, st.qc() / 7 * mr + st.qr()));
       cur = &groups_.back();
-    }
+    });
     // The leaf grid's rows (same row part) and columns (same column chunk); dealt steps have no
     // shared leaf.
-    const int lq = cur->rank();
-    if (dealt_levels_ == 0) {
-      leaf_rows_ = cur->split(lq % mr, lq / mr);
-      leaf_cols_ = cur->split(lq / mr, lq % mr);
-    }
+    if (dealt_levels_ == 0) leaf_rows_ = cur->split(low.qr(), low.qc()), leaf_cols_ = cur->split(low.qc(), low.qr());
     // DISTMM_CAPS_BALANCE=0 turns the balancer off, agreed over the ranks (a rank that balances
     // alone would wait for a gather the others never post).
-    const bool off = world_.any(!settings().caps_balance);
-    balanced_ = !device_resident && !off && cur->size() > 1 && pow7(dealt_levels_) > 2 * index_t(cur->size());
+    balanced_ = !world_.any(!settings().caps_balance) && !device_resident && cur->size() > 1 &&
+                pow7(dealt_levels_) > 2 * index_t(cur->size());
   }
 
   std::string name() const override { return "caps"; }
@@ -198,32 +186,24 @@ class Caps final : public AlgorithmBase<Caps> {
   // run time).
   CommEstimate analytic() const override {
     EstimateAccumulator acc;
-    double flops_sum = 0, unit = 0;
+    double flops_sum = 0;
     for (int r = 0; r < world_.size(); ++r) {
-      Stage st = top_, end = top_;
-      st.rank = end.rank = r;
-      double repeats = 1;  // the dealt stage's entries (DFS steps above it)
+      Stage st = top_;
+      st.rank = r;
       const SpaceCounts n = counted([&](CountingSpace& cs) {
-        SpaceComms k;
-        for (CapsStep c : steps_) {
-          if (c == CapsStep::dealt) break;
-          if (c == CapsStep::bfs) k.peers.push_back(cs.comm_as(end.qc() % 7, 7));
-          repeats *= c == CapsStep::dfs ? 7 : 1;
-          end = c == CapsStep::bfs ? end.child_bfs() : end.child_dfs();
-        }
-        k.dealt = cs.comm_as(end.rank, end.P);
-        k.rows = cs.comm_as(end.qc(), end.Qc()), k.cols = cs.comm_as(end.qr(), end.mr);
-        Caps& self = const_cast<Caps&>(*this);
-        self.counting_comms_ = &k;
-        self.recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
+        SpaceComms k = comms_for(st, [&](const Comm&, int rank, int size) { return cs.comm_as(rank, size); });
+        counting_comms_ = &k;
+        const_cast<Caps*>(this)->recurse<double>(cs, st, 0, device_buffer<double>(0), device_buffer<double>(1), device_buffer<double>(2));
       });
       // the layout copies: A and B in (zeroed, then written), C out (read, written, read for beta)
       acc.add(n.words, n.msgs, n.flops, n.local + 2.0 * (st.a_len() + st.b_len()) + 3.0 * st.c_len());
       flops_sum += n.flops;
-      if (dealt_levels_ > 0) unit = repeats * 2.0 * double(end.lm()) * double(end.ln()) * double(end.lk());
     }
     CommEstimate e = acc.done(world_.size());
-    e.balanced = balanced_, e.flops_mean = flops_sum / world_.size(), e.flops_unit = unit;
+    e.balanced = balanced_, e.flops_mean = flops_sum / world_.size();
+    const GemmShape g = device_gemm_shape();  // dealt: a subproblem, as often as the DFS steps above repeat it
+    const double repeats = double(pow7(int(std::count(steps_.begin(), steps_.end(), CapsStep::dfs))));
+    if (dealt_levels_ > 0) e.flops_unit = repeats * 2.0 * double(g.m) * double(g.n) * double(g.k);
     return e;
   }
 
@@ -233,15 +213,34 @@ class Caps final : public AlgorithmBase<Caps> {
   static constexpr bool kOneSchedule = true;
   void forget_comms() override { comms_ = {}; }
   void prepare_comms(DeviceSpace& sp) override {
-    if (comms_.ready) return;
-    for (const Comm& p : peers_) comms_.peers.push_back(sp.comm(p));
-    if (dealt_levels_ > 0) {
-      comms_.dealt = sp.comm(groups_.empty() ? world_ : groups_.back());
-    } else {
-      comms_.rows = sp.comm(leaf_rows_);
-      comms_.cols = sp.comm(leaf_cols_);
+    if (!comms_.dealt && !comms_.rows)  // (one of them is always made)
+      comms_ = comms_for(top_, [&](const Comm& c, int, int) { return sp.comm(c); });
+  }
+  // Communicators in a space over the Comms below.
+  struct SpaceComms {
+    std::vector<std::unique_ptr<DeviceComm>> peers;
+    std::unique_ptr<DeviceComm> dealt, rows, cols;
+  };
+  // Those of the rank at the top stage `top`: make(comm, the rank's rank in it, its size).
+  template <class Make>
+  SpaceComms comms_for(const Stage& top, Make make) const {
+    SpaceComms k;
+    const Stage low = walk(top, [&](int d, const Stage& st) {
+      if (steps_[std::size_t(d)] == CapsStep::bfs) k.peers.push_back(make(peers_[k.peers.size()], st.qc() % 7, 7));
+    });
+    if (dealt_levels_ > 0) k.dealt = make(groups_.empty() ? world_ : groups_.back(), low.rank, low.P);
+    else k.rows = make(leaf_rows_, low.qc(), low.Qc()), k.cols = make(leaf_cols_, low.qr(), low.mr);
+    return k;
+  }
+  // The stage below the BFS and DFS steps (the dealt stage or the leaf), f(depth, stage) called
+  // at each step on the way down.
+  template <class F>
+  Stage walk(Stage st, F&& f) const {
+    for (std::size_t d = 0; d < steps_.size() && steps_[d] != CapsStep::dealt; ++d) {
+      f(int(d), st);
+      st = steps_[d] == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
     }
-    comms_.ready = true;
+    return st;
   }
   // Buffers: 0-2 the top's A, B and C in Z order; then kLevelBuffers per level (sums of A,
   // sums of B, products, the subproblem's A, B and C, exchange staging; a dealt level below the
@@ -253,55 +252,39 @@ class Caps final : public AlgorithmBase<Caps> {
   enum DealtBuffer { kSendA, kSendB, kSubA, kSubB, kSubC, kProductsIn, kDealtBuffers };
   std::size_t dealt_buffer(DealtBuffer which, int slot) const { return leaf_buffer(4) + 2 * std::size_t(which) + std::size_t(slot); }
   std::vector<std::size_t> device_buffer_bytes(Dtype dt) const override {
-    const std::size_t e = size_of(dt);
-    std::vector<std::size_t> b(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);
-    b[0] = std::size_t(top_.a_len()) * e, b[1] = std::size_t(top_.b_len()) * e, b[2] = std::size_t(top_.c_len()) * e;
-    Stage st = top_;
-    for (std::size_t d = 0; d < steps_.size(); ++d) {
-      const std::size_t qa = std::size_t(st.a_len() / 4) * e, qb = std::size_t(st.b_len() / 4) * e,
-                        qc = std::size_t(st.c_len() / 4) * e;
-      std::size_t* L = &b[level_buffer(int(d), 0)];
-      if (steps_[d] == CapsStep::dealt) {  // the dealt stage (the last steps)
-        for (int l = 1; l < st.steps; ++l) {
-          std::size_t* Ll = &b[level_buffer(int(d) + l, 0)];
-          Ll[0] = std::size_t(st.a_len() >> (2 * l)) * e, Ll[1] = std::size_t(st.b_len() >> (2 * l)) * e;
-          Ll[2] = std::size_t(st.c_len() >> (2 * l)) * e;
-        }
-        const std::size_t lm = std::size_t(st.lm()), lk = std::size_t(st.lk()), ln = std::size_t(st.ln());
-        const std::size_t P = std::size_t(st.P), wk = std::size_t(chunk_width(st.lk(), st.rank, st.P)),
-                          wn = std::size_t(chunk_width(st.ln(), st.rank, st.P));
-        for (int slot = 0; slot < 2; ++slot) {  // a round's chunks of up to P sums and products
-          b[dealt_buffer(kSendA, slot)] = P * lm * wk * e, b[dealt_buffer(kSendB, slot)] = P * lk * wn * e;
-          b[dealt_buffer(kSubA, slot)] = lm * lk * e, b[dealt_buffer(kSubB, slot)] = lk * ln * e;
-          b[dealt_buffer(kSubC, slot)] = lm * ln * e, b[dealt_buffer(kProductsIn, slot)] = P * lm * wn * e;
-        }
-        return b;
+    std::vector<std::size_t> n(leaf_buffer(4) + (dealt_levels_ > 0 ? 2 * kDealtBuffers : 0), 0);  // elements, then bytes
+    n[0] = top_.a_len(), n[1] = top_.b_len(), n[2] = top_.c_len();
+    const Stage st = walk(top_, [&](int d, const Stage& up) {
+      std::size_t* L = &n[level_buffer(d, 0)];
+      L[0] = up.a_len() / 4, L[1] = up.b_len() / 4, L[2] = up.c_len() / 4;  // (DFS: one product's)
+      if (steps_[std::size_t(d)] == CapsStep::dfs) return;
+      const Stage ch = up.child_bfs();
+      L[0] *= 7, L[1] *= 7, L[2] *= 7;
+      L[3] = ch.a_len(), L[4] = ch.b_len(), L[5] = ch.c_len();
+      L[6] = ch.leaves() > 1 ? std::max({L[3], L[4], L[5]}) : 0;  // (one leaf: transfers land in place)
+    });
+    if (dealt_levels_ > 0) {
+      for (int l = 1; l < st.steps; ++l) {
+        std::size_t* L = &n[level_buffer(int(steps_.size()) - dealt_levels_ + l, 0)];
+        L[0] = st.a_len() >> (2 * l), L[1] = st.b_len() >> (2 * l), L[2] = st.c_len() >> (2 * l);
       }
-      if (steps_[d] == CapsStep::dfs) {
-        L[0] = qa, L[1] = qb, L[2] = qc;
-        st = st.child_dfs();
-      } else {
-        const Stage ch = st.child_bfs();
-        L[0] = 7 * qa, L[1] = 7 * qb, L[2] = 7 * qc;
-        L[3] = std::size_t(ch.a_len()) * e, L[4] = std::size_t(ch.b_len()) * e, L[5] = std::size_t(ch.c_len()) * e;
-        L[6] = ch.leaves() > 1 ? std::max({L[3], L[4], L[5]}) : 0;  // (one leaf: transfers land in place)
-        st = ch;
-      }
-    }
-    if (st.P > 1) {
+      const index_t lm = st.lm(), lk = st.lk(), ln = st.ln(), P = st.P;
+      const index_t wk = chunk_width(lk, st.rank, st.P), wn = chunk_width(ln, st.rank, st.P);
+      // (by DealtBuffer) a round's chunks of up to P sums and products, its subproblem and product
+      const index_t round[kDealtBuffers] = {P * lm * wk, P * lk * wn, lm * lk, lk * ln, lm * ln, P * lm * wn};
+      for (int w = 0; w < kDealtBuffers; ++w) n[dealt_buffer(DealtBuffer(w), 0)] = n[dealt_buffer(DealtBuffer(w), 1)] = round[w];
+    } else if (st.P > 1) {
       index_t wmax = 0;
       for (const KPanel& p : leaf_panels(st.lk(), st.mr, st.Qc())) wmax = std::max(wmax, p.width);
-      b[leaf_buffer(0)] = b[leaf_buffer(1)] = std::size_t(st.rows_of(st.lm()) * wmax) * e;
-      b[leaf_buffer(2)] = b[leaf_buffer(3)] = std::size_t(wmax * st.cols_of(st.ln())) * e;
+      n[leaf_buffer(0)] = n[leaf_buffer(1)] = st.rows_of(st.lm()) * wmax;
+      n[leaf_buffer(2)] = n[leaf_buffer(3)] = wmax * st.cols_of(st.ln());
     }
-    return b;
+    for (std::size_t& x : n) x *= size_of(dt);
+    return n;
   }
   GemmShape device_gemm_shape() const override {
-    Stage st = top_;
-    for (CapsStep c : steps_) {
-      if (c == CapsStep::dealt) return {st.lm(), st.ln(), st.lk()};  // whole subproblems
-      st = c == CapsStep::bfs ? st.child_bfs() : st.child_dfs();
-    }
+    const Stage st = walk(top_, [](int, const Stage&) {});
+    if (dealt_levels_ > 0) return {st.lm(), st.ln(), st.lk()};  // whole subproblems
     return {st.rows_of(st.lm()), st.cols_of(st.ln()), st.lk()};
   }
 
@@ -309,14 +292,21 @@ class Caps final : public AlgorithmBase<Caps> {
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     reset_phases();
     T *a = device_buffer<T>(0), *b = device_buffer<T>(1), *c = device_buffer<T>(2);
+    // The user's piece into the Z-ordered, zero-padded leaf parts.
+    auto pack = [&](MatrixView<const T> M, const Piece& p, index_t lr, index_t lc, T* out, index_t len) {
+      sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
+      for_each_part_block(p, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+        sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
+      });
+    };
     timed(tail_phase(2), [&] {
-      pack(sp, A, s_.m, s_.k, top_.lm(), top_.lk(), a, top_.a_len());
-      pack(sp, B, s_.k, s_.n, top_.lk(), top_.ln(), b, top_.b_len());
+      pack(A, piece_a_, top_.lm(), top_.lk(), a, top_.a_len());
+      pack(B, piece_b_, top_.lk(), top_.ln(), b, top_.b_len());
     });
     recurse<T>(sp, top_, 0, a, b, c);
     step_done(1, 1);
     timed(tail_phase(2), [&] {  // C = alpha (AB) + beta C on the user's piece
-      for_each_part_block(s_.m, s_.n, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
+      for_each_part_block(piece_c_, top_.lm(), top_.ln(), [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
         sp.scale_add<T>(C.data + r0 + c0 * C.ld, C.ld, c + z, ld(h), nr, cnt, alpha, beta);
       });
     });
@@ -324,31 +314,17 @@ class Caps final : public AlgorithmBase<Caps> {
 
  private:
   // Calls f(offset in the Z-ordered buffer, nr, cnt, local row, local column, h) for the blocks
-  // of this rank's part of the padded layout that hold data: nr rows and cnt columns of the piece.
+  // of this rank's part of the padded layout (leaf blocks lr x lc) that hold data: nr rows and cnt
+  // columns of piece p, whose runs are those of the first leaf-block rows and columns.
   template <class F>
-  void for_each_part_block(index_t rows, index_t cols, index_t lr, index_t lc, F&& f) const {
-    const index_t nb = index_t(1) << top_.steps, h = top_.rows_of(lr), w = top_.cols_of(lc);
-    const index_t r0 = chunk_begin(lr, top_.qr(), top_.mr), c0 = chunk_begin(lc, top_.qc(), top_.Qc());
-    index_t first_col = 0;
-    for (index_t bj = 0; bj < nb; ++bj) {
-      const index_t cnt = std::clamp<index_t>(cols - (bj * lc + c0), 0, w);  // a prefix of the chunk
-      index_t first_row = 0;
-      for (index_t bi = 0; bi < nb; ++bi) {
-        const index_t nr = std::clamp<index_t>(rows - (bi * lr + r0), 0, h);
-        if (nr > 0 && cnt > 0) f(z_index(bi, bj, top_.steps) * h * w, nr, cnt, first_row, first_col, h);
-        first_row += nr;
-      }
-      first_col += cnt;
+  void for_each_part_block(const Piece& p, index_t lr, index_t lc, F&& f) const {
+    const index_t h = top_.rows_of(lr), w = top_.cols_of(lc);
+    index_t c0 = 0;
+    for (std::size_t bj = 0; bj < p.col_runs.size(); c0 += p.col_runs[bj++].length) {
+      index_t r0 = 0;
+      for (std::size_t bi = 0; bi < p.row_runs.size(); r0 += p.row_runs[bi++].length)
+        f(z_index(index_t(bi), index_t(bj), top_.steps) * h * w, p.row_runs[bi].length, p.col_runs[bj].length, r0, c0, h);
     }
-  }
-  // The user's piece into the Z-ordered, zero-padded leaf parts.
-  template <class T>
-  void pack(DeviceSpace& sp, MatrixView<const T> M, index_t rows, index_t cols, index_t lr, index_t lc, T* out,
-            index_t len) const {
-    sp.zero(out, std::size_t(len) * sizeof(T), Lane::compute);
-    for_each_part_block(rows, cols, lr, lc, [&](index_t z, index_t nr, index_t cnt, index_t r0, index_t c0, index_t h) {
-      sp.copy(out + z, ld(h), M.data + r0 + c0 * M.ld, M.ld, nr, cnt, Lane::compute);
-    });
   }
 
   template <class T>
@@ -368,7 +344,8 @@ class Caps final : public AlgorithmBase<Caps> {
         });
         recurse<T>(sp, ch, depth + 1, s, t, mprod);
         if (depth == 0) step_done(j + 1, 8);  // the top-level DFS products
-        timed(level_phase(depth, kCombine), [&] { scatter<T>(sp, mprod, qc, f_.c, j, c, touched); });
+        // C's quadrants (+)= c[j][q] M_j
+        timed(level_phase(depth, kCombine), [&] { fused<T>(sp, qc, [&](int q, int) { return f_.c[j][q]; }, 4, c, qc, 1, mprod, 0, &touched); });
       }
       return;
     }
@@ -382,124 +359,109 @@ class Caps final : public AlgorithmBase<Caps> {
         form_sums<T>(sp, b, qb, f_.b, j0, std::min(j0 + 4, 7), t + j0 * qb, qb);
       }
     });
-    const index_t L = ch.leaves(), rows_a = st.rows_of(st.lm()), rows_b = st.rows_of(st.lk());
-    const int r = st.qc() / 7, g = st.qc() % 7;
-    // Peer p's chunk widths (of Qc) for A's and B's (and C's) leaf columns.
-    auto wa = [&](int p) { return chunk_width(st.lk(), 7 * r + p, st.Qc()); };
-    auto wb = [&](int p) { return chunk_width(st.ln(), 7 * r + p, st.Qc()); };
     timed(level_phase(depth, kExchangeIn), [&] {
-      exchange<T>(sp, peers, true, s, qa, sub_a, L, rows_a, wa, g, tmp);
-      exchange<T>(sp, peers, true, t, qb, sub_b, L, rows_b, wb, g, tmp);
+      exchange<T>(sp, peers, true, st, st.lm(), st.lk(), s, sub_a, tmp);
+      exchange<T>(sp, peers, true, st, st.lk(), st.ln(), t, sub_b, tmp);
       sp.compute_waits_for_comm();
     });
     recurse<T>(sp, ch, depth + 1, sub_a, sub_b, sub_c);
     timed(level_phase(depth, kExchangeOut), [&] {
-      exchange<T>(sp, peers, false, mall, qc, sub_c, L, rows_a, wb, g, tmp);
+      exchange<T>(sp, peers, false, st, st.lm(), st.ln(), mall, sub_c, tmp);
       sp.compute_waits_for_comm();
     });
     timed(level_phase(depth, kCombine), [&] {
-      for (int q = 0; q < 4; ++q) {  // C_q = sum_j c[j][q] M_j (at most four terms in either formula)
-        DeviceSpace::Combination k;
-        k.n_out = 1, k.out[0] = c + q * qc;
-        for (int j = 0; j < 7; ++j)
-          if (f_.c[j][q] != 0) k.coef[0][std::size_t(k.n_in)] = f_.c[j][q], k.in[std::size_t(k.n_in++)] = mall + j * qc;
-        if (qc > 0) sp.combine(qc, k, dtype_of<T>());
-      }
+      // C_q = sum_j c[j][q] M_j, one pass per quadrant (at most four terms in either formula)
+      for (int q = 0; q < 4; ++q)
+        fused<T>(sp, qc, [&](int, int j) { return f_.c[j][q]; }, 1, c + q * qc, 0, 7, mall, qc);
     });
   }
-  // The BFS all-to-all among the 7 peers, on the comm lane. In: sends sums[p] (quarter elements:
-  // L leaf chunks of rows x w(me)) to peer p and assembles the subproblem `sub`: per leaf, the 7
-  // peers' column chunks side by side. Out (in = false): the reverse, from the group's product
-  // `sub` into this rank's chunks of all seven products (`sums`). One leaf: the chunks travel in
-  // place; more: peer p's L runs of rows x w(p) go through `tmp`, whole.
-  template <class T, class Width>
-  void exchange(DeviceSpace& sp, DeviceComm& peers, bool in, T* sums, index_t quarter, T* sub, index_t L,
-                index_t rows, Width w, int me, T* tmp) const {
-    std::array<index_t, 8> off{};
-    for (int p = 0; p < 7; ++p) off[std::size_t(p + 1)] = off[std::size_t(p)] + w(p);
-    const index_t total_w = off[7];
-    auto staged = [&](int p) { return L == 1 ? sub + off[std::size_t(p)] * rows : tmp + L * rows * off[std::size_t(p)]; };
+  // The BFS all-to-all among the 7 peers, on the comm lane, of the L = leaves / 4 leaf blocks of
+  // leaf_rows x leaf_cols of each product. In: sends sums[p] (L leaf chunks of rows x w(me)) to
+  // peer p and assembles the subproblem `sub`: per leaf, the 7 peers' column chunks side by side.
+  // Out (in = false): the reverse, from the group's product `sub` into this rank's chunks of all
+  // seven products (`sums`). One leaf: the chunks travel in place; more: peer p's L runs of
+  // rows x w(p) go through `tmp`, whole.
+  template <class T>
+  void exchange(DeviceSpace& sp, DeviceComm& peers, bool in, const Stage& st, index_t leaf_rows, index_t leaf_cols,
+                T* sums, T* sub, T* tmp) const {
+    const index_t L = st.leaves() / 4, rows = st.rows_of(leaf_rows), quarter = L * rows * st.cols_of(leaf_cols);
+    const int me = st.qc() % 7;
+    std::vector<index_t> n(7), of_sums(7, quarter);  // elements to or from peer p: of `sub`, of `sums`
+    std::array<index_t, 8> off{};                    // columns of the peers before p
+    for (std::size_t p = 0; p < 7; ++p) {
+      off[p + 1] = off[p] + chunk_width(leaf_cols, st.qc() - me + int(p), st.Qc());
+      n[p] = L * rows * (off[p + 1] - off[p]);
+    }
+    T* staged = L == 1 ? sub : tmp;  // peer p's part at L rows off[p]
     auto restage = [&](int p, bool to_sub) {  // between peer p's runs in `sub` and `from`, contiguous
-      T* from = p == me ? sums + me * quarter : tmp + L * rows * off[std::size_t(p)];
-      T* in_sub = sub + off[std::size_t(p)] * rows;
-      if (rows * w(p) == 0 || L == 0 || (L == 1 && p != me)) return;
-      if (to_sub) sp.copy(in_sub, rows * total_w, from, rows * w(p), rows * w(p), L, Lane::comm);
-      else sp.copy(from, rows * w(p), in_sub, rows * total_w, rows * w(p), L, Lane::comm);
+      const auto u = std::size_t(p);
+      const index_t run = rows * (off[u + 1] - off[u]);
+      T *from = p == me ? sums + me * quarter : tmp + L * rows * off[u], *in_sub = sub + off[u] * rows;
+      if (run == 0 || (L == 1 && p != me)) return;
+      if (to_sub) sp.copy(in_sub, rows * off[7], from, run, run, L, Lane::comm);
+      else sp.copy(from, run, in_sub, rows * off[7], run, L, Lane::comm);
     };
     sp.comm_waits_for_compute();
-    if (!in)
-      for (int p = 0; p < 7; ++p) restage(p, false);
-    peers.group_start();
-    for (int p = 0; p < 7; ++p) {
-      if (p == me) continue;
-      if (quarter > 0) in ? peers.send(sums + p * quarter, quarter, p) : peers.recv(sums + p * quarter, quarter, p);
-      if (rows * w(p) > 0) in ? peers.recv(staged(p), L * rows * w(p), p) : peers.send(staged(p), L * rows * w(p), p);
-    }
-    peers.group_end();
-    if (in)
-      for (int p = 0; p < 7; ++p) restage(p, true);
+    for (int p = 0; p < 7 && !in; ++p) restage(p, false);
+    in ? peers.all_to_all_v<T>(sums, of_sums, staged, n) : peers.all_to_all_v<T>(staged, n, sums, of_sums);
+    for (int p = 0; p < 7 && in; ++p) restage(p, true);
   }
 
   // ---- Dealt steps (X): the last L levels' 7^L subproblems dealt in rounds over the stage ----
-  // The sums of the dealt levels above the last, as formed so far: level l holds (at[l]) the sum
-  // of prefix[l] (j div 7^(L-l)), in store[l] or, where the formula takes one quadrant alone
-  // (Strassen's A11, A22; Winograd's A11, A12, A22), in place in its parent; from_x[l]: that
+  // The sums of the dealt levels above the last, as formed so far: level l's (at) is the sum of
+  // its prefix (j div 7^(L-l)), in its level buffer or, where the formula takes one quadrant alone
+  // (Strassen's A11, A22; Winograd's A11, A12, A22), in place in its parent; from_x: that
   // place lies in the stage's own A or B, which no dealt step overwrites.
   template <class T>
-  struct DealtSums {
-    std::vector<T*> store;
-    std::vector<const T*> at;
-    std::vector<index_t> prefix;
-    std::vector<bool> from_x;
-    explicit DealtSums(int L) : store(std::size_t(L) + 1), at(std::size_t(L) + 1), prefix(std::size_t(L) + 1, -1),
-                                from_x(std::size_t(L) + 1) {}
+  struct DealtSum {
+    const T* at = nullptr;
+    index_t prefix = -1;
+    bool from_x = false;
   };
-  // Subproblem j's chunk of a sum (S_j of A with f_.a, T_j of B with f_.b) for the stage's
-  // chunk x (len elements): each level's sum is formed when its prefix first appears (j only
+  // Subproblem j's chunk of a sum (side 0: S_j of A with f_.a, 1: T_j of B with f_.b) for the
+  // stage's chunk x (len elements): each level's sum is formed when its prefix first appears (j only
   // grows within a dealt step); the last level's into `out`, or not at all where it is one
   // quadrant of x itself. Returns where the chunk lies. (A last-level quadrant of a stored sum is
   // copied: the next prefix overwrites the store while the chunk may still be on its way.)
   template <class T>
-  const T* dealt_sum(DeviceSpace& sp, int depth, index_t j, int L, const T* x, index_t len, const int (&coef)[7][4],
-                     DealtSums<T>& s, T* out) {
+  const T* dealt_sum(DeviceSpace& sp, int depth, index_t j, int L, int side, const T* x, index_t len,
+                     std::vector<DealtSum<T>>& s, T* out) {
+    const int (&coef)[7][4] = side == 0 ? f_.a : f_.b;
     const T* parent = x;
     bool parent_in_x = true;
     for (int l = 1; l <= L; ++l) {
-      const auto i = std::size_t(l);
+      DealtSum<T>& v = s[std::size_t(l)];
       len /= 4;
       const index_t pre = j / pow7(L - l);
-      if (l == L || s.prefix[i] != pre) {
-        const int d = digit(j, l, L);
-        const int q = lone_quadrant(coef, d);
+      if (l == L || v.prefix != pre) {
+        const int d = digit(j, l, L), q = lone_quadrant(coef, d);
         if (q >= 0 && (l < L || parent_in_x)) {
-          s.at[i] = parent + q * len, s.from_x[i] = parent_in_x;
+          v.at = parent + q * len, v.from_x = parent_in_x;
         } else {
-          T* dst = l == L ? out : s.store[i];
+          T* dst = l == L ? out : device_buffer<T>(level_buffer(depth + l, side));
           timed(level_phase(depth + l - 1, kSums), [&] { form_sums<T>(sp, parent, len, coef, d, d + 1, dst); });
-          s.at[i] = dst, s.from_x[i] = false;
+          v.at = dst, v.from_x = false;
         }
-        s.prefix[i] = pre;
+        v.prefix = pre;
       }
-      parent = s.at[i], parent_in_x = s.from_x[i];
+      parent = v.at, parent_in_x = v.from_x;
     }
     return parent;
   }
-  // Subproblem j's product chunk q (blk_c elements) into C through the stack: level L - 1's
+  // Subproblem j's product chunk M (blk_c elements) into C through the stack: level L - 1's
   // partial product (C itself when L = 1) takes it; a level whose seventh child is in passes
   // its sum one level up and starts afresh.
   template <class T>
-  void dealt_product(DeviceSpace& sp, int depth, index_t j, int L, const T* q, index_t blk_c, T* c,
-                     const std::vector<T*>& stack, std::vector<std::array<bool, 4>>& touched) {
-    auto level = [&](int l) { return l == 0 ? c : stack[std::size_t(l)]; };
-    index_t quarter = blk_c;
-    auto add = [&](int l, const T* M, int d) {
-      timed(level_phase(depth + l, kCombine), [&] { scatter<T>(sp, M, quarter, f_.c, d, level(l), touched[std::size_t(l)]); });
-    };
-    add(L - 1, q, digit(j, L, L));
-    for (int l = L - 1; l >= 1 && digit(j, l + 1, L) == 6; --l) {  // (every quadrant got a product)
-      quarter *= 4;
-      add(l - 1, level(l), digit(j, l, L));
-      touched[std::size_t(l)] = {};
+  void dealt_product(DeviceSpace& sp, int depth, index_t j, int L, const T* M, index_t quarter, T* c,
+                     std::vector<std::array<bool, 4>>& touched) {
+    for (int l = L - 1;; --l) {
+      const int d = digit(j, l + 1, L);
+      T* up = l == 0 ? c : device_buffer<T>(level_buffer(depth + l, 2));
+      timed(level_phase(depth + l, kCombine), [&] {
+        fused<T>(sp, quarter, [&](int q, int) { return f_.c[d][q]; }, 4, up, quarter, 1, M, 0, &touched[std::size_t(l)]);
+      });
+      if (l == 0 || d < 6) return;  // (d = 6: every quadrant got a product)
+      touched[std::size_t(l)] = {}, M = up, quarter *= 4;
     }
   }
   // Round t + 1's sums formed (compute lane) and sent to their owners (comm lane, one group per
@@ -510,84 +472,56 @@ class Caps final : public AlgorithmBase<Caps> {
   void dealt(DeviceSpace& sp, const Stage& st, int depth, const T* a, const T* b, T* c) {
     const int L = st.steps, P = st.P, me = st.rank;
     const index_t lm = st.lm(), lk = st.lk(), ln = st.ln();
-    auto cwk = [&](int r) { return chunk_width(lk, r, P); };
-    auto cwn = [&](int r) { return chunk_width(ln, r, P); };
-    const index_t blk_a = lm * cwk(me), blk_b = lk * cwn(me), blk_c = lm * cwn(me);
+    const index_t blk_a = lm * chunk_width(lk, me, P), blk_b = lk * chunk_width(ln, me, P), blk_c = lm * chunk_width(ln, me, P);
     DealtPlan plan(pow7(L), P, balanced_);  // (unbalanced: the rest split, split_product)
     RateGather times(P, 1);  // every rank's round-0 product time (none posted when counting)
     DeviceComm& comm = *comms().dealt;
-    DealtSums<T> sa(L), sb(L);
-    std::vector<T*> cm(std::size_t(L), nullptr);
-    for (int l = 1; l < L; ++l) {
-      sa.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 0));
-      sb.store[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 1));
-      cm[std::size_t(l)] = device_buffer<T>(level_buffer(depth + l, 2));
-    }
+    std::vector<DealtSum<T>> sa(std::size_t(L) + 1), sb(std::size_t(L) + 1);
     auto buf = [&](DealtBuffer w, std::size_t t) { return device_buffer<T>(dealt_buffer(w, int(t % 2))); };
     std::vector<std::array<bool, 4>> touched(std::size_t(L), std::array<bool, 4>{});
-    std::array<std::vector<const T*>, 2> from_a, from_b;
     const std::size_t x_in = level_phase(depth + L - 1, kExchangeIn), x_out = level_phase(depth + L - 1, kExchangeOut);
-    auto in_mark = [](std::size_t t) { return 2 + int(t % 2); };
-    auto out_mark = [](std::size_t t) { return 4 + int(t % 2); };
-    auto own_a = [&](std::size_t t) { return buf(kSubA, t) + chunk_begin(lk, me, P) * lm; };
-    auto own_b = [&](std::size_t t) { return buf(kSubB, t) + chunk_begin(ln, me, P) * lk; };
+    // Rank r's column chunk of a whole rows x cols operand; every other rank's sent from it or
+    // received into it.
+    auto chunk = [&](T* whole, index_t rows, index_t cols, int r) { return whole + chunk_begin(cols, r, P) * rows; };
+    auto chunks = [&](bool send, T* whole, index_t rows, index_t cols) {
+      for (int r = 0; r < P; ++r)
+        if (const index_t n = rows * chunk_width(cols, r, P); r != me && n > 0)
+          send ? comm.send(chunk(whole, rows, cols, r), n, r) : comm.recv(chunk(whole, rows, cols, r), n, r);
+    };
+    // (a chunk that is a quadrant of A or B itself, copied into the subproblem)
+    auto put = [&](T* at, const T* from, index_t n) { if (from != at) sp.copy(at, n, from, n, n, 1, Lane::comm); };
     auto post_in = [&](std::size_t t) {  // round t - 2's product has read the operands: queued before
       const DealtStep& s = plan.steps[t];
-      const std::size_t n = s.owners.size(), sl = t % 2;
-      from_a[sl].assign(n, nullptr), from_b[sl].assign(n, nullptr);
+      const std::size_t n = s.owners.size();
+      std::vector<const T*> from_a(n), from_b(n);
       const int mine = plan.index_of(t, me);
+      T *own_a = chunk(buf(kSubA, t), lm, lk, me), *own_b = chunk(buf(kSubB, t), lk, ln, me);
       for (std::size_t i = 0; i < n; ++i) {  // (this rank's own chunks straight into its subproblem)
-        T* oa = int(i) == mine ? own_a(t) : buf(kSendA, t) + index_t(i) * blk_a;
-        T* ob = int(i) == mine ? own_b(t) : buf(kSendB, t) + index_t(i) * blk_b;
-        from_a[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, a, st.a_len(), f_.a, sa, oa);
-        from_b[sl][i] = dealt_sum<T>(sp, depth, s.j0 + index_t(i), L, b, st.b_len(), f_.b, sb, ob);
+        const index_t j = s.j0 + index_t(i), at = index_t(i);
+        from_a[i] = dealt_sum<T>(sp, depth, j, L, 0, a, st.a_len(), sa, int(i) == mine ? own_a : buf(kSendA, t) + at * blk_a);
+        from_b[i] = dealt_sum<T>(sp, depth, j, L, 1, b, st.b_len(), sb, int(i) == mine ? own_b : buf(kSendB, t) + at * blk_b);
       }
       timed(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
-        if (mine >= 0)
-          for (int r = 0; r < P; ++r) {
-            if (r == me) continue;
-            if (lm * cwk(r) > 0) comm.recv(buf(kSubA, t) + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
-            if (lk * cwn(r) > 0) comm.recv(buf(kSubB, t) + chunk_begin(ln, r, P) * lk, lk * cwn(r), r);
-          }
+        if (mine >= 0) chunks(false, buf(kSubA, t), lm, lk), chunks(false, buf(kSubB, t), lk, ln);
         for (std::size_t i = 0; i < n; ++i) {
           if (int(i) == mine) continue;
-          if (blk_a > 0) comm.send(from_a[sl][i], blk_a, s.owners[i]);
-          if (blk_b > 0) comm.send(from_b[sl][i], blk_b, s.owners[i]);
+          if (blk_a > 0) comm.send(from_a[i], blk_a, s.owners[i]);
+          if (blk_b > 0) comm.send(from_b[i], blk_b, s.owners[i]);
         }
         comm.group_end();
-        if (mine >= 0) {  // (a chunk that is a quadrant of A or B itself)
-          const T *fa = from_a[sl][std::size_t(mine)], *fb = from_b[sl][std::size_t(mine)];
-          if (fa != own_a(t)) sp.copy(own_a(t), blk_a, fa, blk_a, blk_a, 1, Lane::comm);
-          if (fb != own_b(t)) sp.copy(own_b(t), blk_b, fb, blk_b, blk_b, 1, Lane::comm);
-        }
-        sp.mark(Lane::comm, in_mark(t));
-      });
-    };
-    auto post_out = [&](std::size_t t) {  // after the round's product
-      const DealtStep& s = plan.steps[t];
-      const int mine = plan.index_of(t, me);
-      timed(x_out, [&] {
-        sp.comm_waits_for_compute();
-        comm.group_start();
-        if (blk_c > 0)
-          for (std::size_t i = 0; i < s.owners.size(); ++i)
-            if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, s.owners[i]);
-        if (mine >= 0)
-          for (int r = 0; r < P; ++r)
-            if (r != me && lm * cwn(r) > 0) comm.send(buf(kSubC, t) + chunk_begin(ln, r, P) * lm, lm * cwn(r), r);
-        comm.group_end();
-        sp.mark(Lane::comm, out_mark(t));
+        if (mine >= 0) put(own_a, from_a[std::size_t(mine)], blk_a), put(own_b, from_b[std::size_t(mine)], blk_b);
+        sp.mark(Lane::comm, 2 + int(t % 2));
       });
     };
     auto combine_round = [&](std::size_t t) {  // once the round's products are here
-      timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });
+      timed(x_out, [&] { sp.wait_mark(Lane::compute, 4 + int(t % 2)); });
       if (blk_c == 0) return;
       const DealtStep& s = plan.steps[t];
       for (std::size_t i = 0; i < s.owners.size(); ++i) {
-        const T* q = s.owners[i] == me ? buf(kSubC, t) + chunk_begin(ln, me, P) * lm : buf(kProductsIn, t) + index_t(i) * blk_c;
-        dealt_product<T>(sp, depth, s.j0 + index_t(i), L, q, blk_c, c, cm, touched);
+        const T* q = s.owners[i] == me ? chunk(buf(kSubC, t), lm, ln, me) : buf(kProductsIn, t) + index_t(i) * blk_c;
+        dealt_product<T>(sp, depth, s.j0 + index_t(i), L, q, blk_c, c, touched);
       }
     };
     // The last J mod P subproblems (unbalanced), each split over all ranks: rank r forms its
@@ -595,37 +529,33 @@ class Caps final : public AlgorithmBase<Caps> {
     // chunk of T_j, which gives its own chunk of the product, combined as a dealt one is. Round
     // 0's buffers are free again (the comm lane is waited for first).
     auto split_product = [&](index_t j) {
-      T* s_all = device_buffer<T>(dealt_buffer(kSubA, 0));
-      T* t_mine = device_buffer<T>(dealt_buffer(kSendB, 0));
-      T* product = device_buffer<T>(dealt_buffer(kSubC, 0));
-      T* s_mine = s_all + chunk_begin(lk, me, P) * lm;
-      const T* fs = dealt_sum<T>(sp, depth, j, L, a, st.a_len(), f_.a, sa, s_mine);
-      const T* ft = dealt_sum<T>(sp, depth, j, L, b, st.b_len(), f_.b, sb, t_mine);
+      T *s_all = buf(kSubA, 0), *t_mine = buf(kSendB, 0), *product = buf(kSubC, 0), *s_mine = chunk(s_all, lm, lk, me);
+      const T* fs = dealt_sum<T>(sp, depth, j, L, 0, a, st.a_len(), sa, s_mine);
+      const T* ft = dealt_sum<T>(sp, depth, j, L, 1, b, st.b_len(), sb, t_mine);
       timed(x_in, [&] {
         sp.comm_waits_for_compute();
         comm.group_start();
-        for (int r = 0; r < P; ++r) {
-          if (r == me) continue;
-          if (blk_a > 0) comm.send(fs, blk_a, r);
-          if (lm * cwk(r) > 0) comm.recv(s_all + chunk_begin(lk, r, P) * lm, lm * cwk(r), r);
-        }
+        for (int r = 0; r < P; ++r)
+          if (r != me && blk_a > 0) comm.send(fs, blk_a, r);
+        chunks(false, s_all, lm, lk);
         comm.group_end();
-        if (fs != s_mine) sp.copy(s_mine, blk_a, fs, blk_a, blk_a, 1, Lane::comm);
+        put(s_mine, fs, blk_a);
         sp.compute_waits_for_comm();
       });
       timed(tail_phase(1), [&] {
-        sp.gemm<T>(Op::N, Op::N, lm, cwn(me), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
+        sp.gemm<T>(Op::N, Op::N, lm, chunk_width(ln, me, P), lk, T(1), s_all, ld(lm), ft, ld(lk), T(0), product, ld(lm));
       });
-      if (blk_c > 0) dealt_product<T>(sp, depth, j, L, static_cast<const T*>(product), blk_c, c, cm, touched);
+      if (blk_c > 0) dealt_product<T>(sp, depth, j, L, product, blk_c, c, touched);
     };
     if (!plan.steps.empty()) post_in(0);
     for (std::size_t t = 0; t < plan.steps.size(); ++t) {
       if (balanced_ && t == 1) timed(x_in, [&] { times.wait(); }), plan.balance(times.all);
       plan.extend_to(t + 1);  // (balanced: may grow plan.steps)
       if (t + 1 < plan.steps.size()) post_in(t + 1);
-      timed(x_in, [&] { sp.wait_mark(Lane::compute, in_mark(t)); });
-      if (plan.index_of(t, me) >= 0) {
-        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, out_mark(t)); });  // round t - 2's products have left
+      timed(x_in, [&] { sp.wait_mark(Lane::compute, 2 + int(t % 2)); });
+      const int mine = plan.index_of(t, me);
+      if (mine >= 0) {
+        if (t >= 2) timed(x_out, [&] { sp.wait_mark(Lane::compute, 4 + int(t % 2)); });  // round t - 2's products have left
         const double t0 = MPI_Wtime();
         timed(tail_phase(1), [&] {
           sp.gemm<T>(Op::N, Op::N, lm, ln, lk, T(1), buf(kSubA, t), ld(lm), buf(kSubB, t), ld(lk), T(0), buf(kSubC, t), ld(lm));
@@ -634,7 +564,15 @@ class Caps final : public AlgorithmBase<Caps> {
           times.post(groups_.empty() ? world_ : groups_.back(), {skewed(skew_, me, MPI_Wtime() - t0)});
       }
       if (t >= 1) combine_round(t - 1);
-      post_out(t);
+      timed(x_out, [&] {  // the round's products back, during the next round's
+        sp.comm_waits_for_compute();
+        comm.group_start();
+        for (std::size_t i = 0; blk_c > 0 && i < plan.steps[t].owners.size(); ++i)
+          if (int(i) != mine) comm.recv(buf(kProductsIn, t) + index_t(i) * blk_c, blk_c, plan.steps[t].owners[i]);
+        if (mine >= 0) chunks(true, buf(kSubC, t), lm, ln);
+        comm.group_end();
+        sp.mark(Lane::comm, 4 + int(t % 2));
+      });
       if (depth == 0) step_done(int(t + 1), int(plan.steps.size()));
     }
     if (!plan.steps.empty()) combine_round(plan.steps.size() - 1);
@@ -688,18 +626,15 @@ class Caps final : public AlgorithmBase<Caps> {
   // For each leaf-block row, this rank's row part; for each leaf-block column, its column chunk
   // (both clipped to the matrix: the rest is padding).
   Piece piece(index_t rows, index_t cols, index_t leaf_rows, index_t leaf_cols) const {
-    Piece p;
-    const int S = top_.steps;
-    const index_t r0 = chunk_begin(leaf_rows, top_.qr(), top_.mr), h = top_.rows_of(leaf_rows);
-    const index_t c0 = chunk_begin(leaf_cols, top_.qc(), top_.Qc()), w = top_.cols_of(leaf_cols);
-    for (index_t L = 0; L < (index_t(1) << S); ++L) {
-      index_t g0 = L * leaf_rows + r0, g1 = std::min(g0 + h, rows);
-      if (g1 > g0) p.row_runs.push_back({g0, g1 - g0});
-      g0 = L * leaf_cols + c0, g1 = std::min(g0 + w, cols);
-      if (g1 > g0) p.col_runs.push_back({g0, g1 - g0});
-    }
-    if (p.col_runs.empty() || p.row_runs.empty()) return Piece();
-    return p;
+    auto runs = [&](index_t n, index_t leaf, index_t c0, index_t w) {  // [b leaf + c0, + w) of each leaf block b
+      std::vector<Run> v;
+      for (index_t b = 0; b < (index_t(1) << top_.steps); ++b)
+        if (const index_t g0 = b * leaf + c0, g1 = std::min(g0 + w, n); g1 > g0) v.push_back({g0, g1 - g0});
+      return v;
+    };
+    Piece p{runs(rows, leaf_rows, chunk_begin(leaf_rows, top_.qr(), top_.mr), top_.rows_of(leaf_rows)),
+            runs(cols, leaf_cols, chunk_begin(leaf_cols, top_.qc(), top_.Qc()), top_.cols_of(leaf_cols))};
+    return p.col_runs.empty() || p.row_runs.empty() ? Piece() : p;
   }
   // Offset, in leaf blocks of a Z-ordered buffer, of leaf block (bi, bj) of a 2^S x 2^S grid.
   static index_t z_index(index_t bi, index_t bj, int S) {
@@ -719,13 +654,8 @@ class Caps final : public AlgorithmBase<Caps> {
   Stage top_{};
   std::vector<Comm> peers_, groups_;
   Comm leaf_rows_, leaf_cols_;  // the leaf grid's rows and columns
-  // Communicators in the space over the Comms above (destroyed before them).
-  struct SpaceComms {
-    std::vector<std::unique_ptr<DeviceComm>> peers;
-    std::unique_ptr<DeviceComm> dealt, rows, cols;
-    bool ready = false;
-  } comms_;
-  SpaceComms* counting_comms_ = nullptr;  // a counting run's (analytic)
+  SpaceComms comms_;  // (destroyed before the Comms above)
+  mutable SpaceComms* counting_comms_ = nullptr;  // a counting run's (analytic)
   SpaceComms& comms() { return counting_ ? *counting_comms_ : comms_; }
 };
 

@@ -31,28 +31,22 @@ struct DealtStep {
 struct DealtPlan {
   // J subproblems over P ranks. Balanced: rounds 0 and 1 (the rest once balance() has the
   // times); else round-robin in whole rounds, the last J mod P left (split over all ranks).
-  DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) {
-    if (balanced) add(), add();
-    else
-      while (J - next >= P) add();
-  }
+  DealtPlan(index_t J_, int P_, bool balanced) : J(J_), P(P_) { while (balanced ? steps.size() < 2 : J - next >= P) add(); }
   std::vector<DealtStep> steps;
   index_t next = 0, J = 0;
   int P = 1;
   std::vector<index_t> n;  // from round 2 on, each rank's share; empty: every rank in every round
   void add() {             // the next round
-    DealtStep s{next, {}};
     const index_t k = index_t(steps.size()) - 2, most = n.empty() ? 1 : *std::max_element(n.begin(), n.end());
+    steps.push_back({next, {}});
     for (int r = 0; r < P && next < J; ++r)
       if (n.empty() || (k + 1) * n[std::size_t(r)] / most > k * n[std::size_t(r)] / most)
-        s.owners.push_back(r), ++next;
-    steps.push_back(std::move(s));
+        steps.back().owners.push_back(r), ++next;
   }
   // n for what is not dealt yet
   void balance(const std::vector<double>& sec_per_product) { n = rate_shares(J - next, sec_per_product); }
-  void extend_to(std::size_t t) {  // balanced: rounds up to t (while subproblems are left)
-    while (!n.empty() && steps.size() <= t && next < J) add();
-  }
+  // balanced: rounds up to t (while subproblems are left)
+  void extend_to(std::size_t t) { while (!n.empty() && steps.size() <= t && next < J) add(); }
   int index_of(std::size_t t, int r) const {  // r's place in round t (-1: none)
     const auto& o = steps[t].owners;
     const auto it = std::find(o.begin(), o.end(), r);

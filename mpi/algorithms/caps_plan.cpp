@@ -20,53 +20,39 @@ double caps_peak_words(GemmShape s, int P, const CapsSteps& steps, const Engine&
   for (CapsStep c : steps) {
     if (c == CapsStep::dealt) break;
     double qa = m * k / 4 / Pc, qb = k * n / 4 / Pc, qc = m * n / 4 / Pc;
-    if (c == CapsStep::dfs) {
-      live += qa + qb + qc;
-    } else {
-      // seven sums of each, their exchange buffers, the subproblem, and seven products back
-      live += 7 * (qa + qb) + 7 * (qa + qb) + 7 * qc + 7 * qc;
-      Pc /= 7;
-    }
+    // DFS: one product's sums and product; BFS: seven sums of each, their exchange buffers, the
+    // subproblem, and seven products back
+    live += c == CapsStep::dfs ? qa + qb + qc : 7 * (qa + qb) + 7 * (qa + qb) + 7 * qc + 7 * qc;
+    if (c == CapsStep::bfs) Pc /= 7;
     m /= 2, n /= 2, k /= 2;
     peak = std::max(peak, live);
   }
-  if (const int dealt = static_cast<int>(std::count(steps.begin(), steps.end(), CapsStep::dealt)); dealt > 0) {
-    // The dealt steps: the sums' and partial products' stacks (a third of the stage's blocks),
-    // two rounds of sent chunks, subproblem operands, products and returned chunks, and the
-    // engine's workspace for one subproblem.
-    const double f = double(index_t(1) << dealt), lm = m / f, ln = n / f, lk = k / f;
-    live += (m * k + k * n + m * n) / Pc / 3 + 4 * (lm * lk + lk * ln) + 4 * lm * ln;
-    const double ws = double(e.workspace_bytes(index_t(lm), index_t(ln), index_t(lk), dt)) / size_of(dt);
-    return std::max(peak, live + ws);
-  }
-  double leaf_extra = Pc > 1 ? m * k : 0;  // gathered A at a shared leaf
-  double ws = double(e.workspace_bytes(index_t(m), index_t(std::ceil(n / Pc)), index_t(k), dt)) /
-              size_of(dt);
-  return std::max(peak, live + leaf_extra + ws);
+  // Below them, the dealt steps' sums' and partial products' stacks (a third of the stage's
+  // blocks), two rounds of sent chunks, subproblem operands, products and returned chunks, or at a
+  // shared leaf the gathered A; and the engine's workspace for one subproblem (or leaf product).
+  const int dealt = static_cast<int>(std::count(steps.begin(), steps.end(), CapsStep::dealt));
+  const double f = double(index_t(1) << dealt), lm = m / f, ln = n / f, lk = k / f;
+  const double extra = dealt > 0 ? (m * k + k * n + m * n) / Pc / 3 + 4 * (lm * lk + lk * ln) + 4 * lm * ln : Pc > 1 ? m * k : 0;
+  const index_t wn = index_t(dealt > 0 ? ln : std::ceil(n / Pc));
+  return std::max(peak, live + extra + double(e.workspace_bytes(index_t(lm), wn, index_t(lk), dt)) / size_of(dt));
 }
 
 std::optional<std::pair<int, int>> caps_factors(int P) {
   int m = P, k = 0;
   while (m > 0 && m % 7 == 0) m /= 7, ++k;
-  if (m < 1 || m > 6) return std::nullopt;
-  return std::make_pair(m, k);
+  return m >= 1 && m <= 6 ? std::optional(std::make_pair(m, k)) : std::nullopt;
 }
 
 std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const AlgoOptions& o) {
-  const Engine* engine = o.engine;
-  const Dtype dt = o.dtype;
   const int P = world.size();
   const auto factors = caps_factors(P);
   int v7 = 0;  // BFS steps this rank count allows above dealt steps (7^v7 divides P)
   for (int q = P; q % 7 == 0; q /= 7) ++v7;
   const index_t smallest = std::min({s.m, s.n, s.k});
   auto no_fit = [&] {
-    int lo = 1, hi = 1;
-    for (int p = 1; p <= 6 * 7 * 7 * 7 * 7; ++p) {
-      if (!caps_factors(p)) continue;
-      if (p < P) lo = p;
-      if (p > P) { hi = p; break; }
-    }
+    int lo = P - 1, hi = P + 1;  // the nearest rank counts that fit
+    while (!caps_factors(lo)) --lo;
+    while (!caps_factors(hi)) ++hi;
     return UsageError("caps needs P = m * 7^k ranks with m in 1..6 for BFS and DFS steps alone, got " +
                       std::to_string(P) + ": use " + std::to_string(lo) + " or " + std::to_string(hi) +
                       " ranks, dealt steps (--caps-steps XXX), or --algo summa");
@@ -75,23 +61,20 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
   if (o.caps_steps) {
     const CapsSteps& steps = *o.caps_steps;
     const int b = int(std::count(steps.begin(), steps.end(), CapsStep::bfs));
+    const int x = int(std::count(steps.begin(), steps.end(), CapsStep::dealt));
     const std::string text = to_string(steps);
-    const std::size_t first_x = text.find('X');
-    const bool dealt = first_x != std::string::npos;
-    if (dealt && text.find_first_not_of('X', first_x) != std::string::npos)
-      throw UsageError("--caps-steps '" + text + "': dealt steps (X) must come last, e.g. BXX");
-    if (dealt && std::count(steps.begin(), steps.end(), CapsStep::dealt) > 6)
-      throw UsageError("--caps-steps '" + text + "': at most 6 dealt steps (7^6 = 117649 subproblems)");
-    if (dealt && b > v7)
-      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but 7^" +
-                       std::to_string(b) + " does not divide " + std::to_string(P) + " ranks: use at most " +
-                       std::to_string(v7));
-    if (!dealt && !factors) throw no_fit();
-    if (!dealt && b != factors->second)
-      throw UsageError("--caps-steps '" + text + "' has " + std::to_string(b) + " BFS steps but " +
-                       std::to_string(P) + " ranks = " + std::to_string(factors->first) + " * 7^" +
-                       std::to_string(factors->second) + " need exactly " + std::to_string(factors->second) +
-                       " (or end with dealt steps, X)");
+    auto bad = [&](const std::string& why) { return UsageError("--caps-steps '" + text + "'" + why); };
+    if (x > 0 && text.find_first_not_of('X', text.find('X')) != std::string::npos)
+      throw bad(": dealt steps (X) must come last, e.g. BXX");
+    if (x > 6) throw bad(": at most 6 dealt steps (7^6 = 117649 subproblems)");
+    if (x > 0 && b > v7)
+      throw bad(" has " + std::to_string(b) + " BFS steps but 7^" + std::to_string(b) + " does not divide " +
+                std::to_string(P) + " ranks: use at most " + std::to_string(v7));
+    if (x == 0 && !factors) throw no_fit();
+    if (x == 0 && b != factors->second)
+      throw bad(" has " + std::to_string(b) + " BFS steps but " + std::to_string(P) + " ranks = " +
+                std::to_string(factors->first) + " * 7^" + std::to_string(factors->second) + " need exactly " +
+                std::to_string(factors->second) + " (or end with dealt steps, X)");
     if (steps.size() > 20) throw UsageError("--caps-steps: at most 20 steps");
     sequences.push_back(steps);
   } else {
@@ -104,55 +87,38 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     // DFS steps below). Then, on any rank count, dealt steps below none or all of
     // the BFS steps that 7^k | P allows (1 to 4 of them, leaves of at least 64), host runs only.
     const double limit = plan_memory_limit(world, s, o);  // the GPU's share when device-resident
-    const int k7 = factors ? factors->second : 0;
     auto with_dfs = [&](int top, int below) {
-      CapsSteps st(top, CapsStep::dfs);
-      st.insert(st.end(), k7, CapsStep::bfs);
-      st.insert(st.end(), below, CapsStep::dfs);
-      return st;
+      return *parse_caps_steps(std::string(top, 'D') + std::string(v7, 'B') + std::string(below, 'D'));
     };
-    std::vector<CapsSteps> dealt;
-    if (!o.device_resident)
-      for (int b : {0, v7}) {
-        for (int L = 1; L <= 4; ++L) {
-          if ((smallest >> (b + L)) < 64) break;
-          CapsSteps st(b, CapsStep::bfs);
-          st.insert(st.end(), L, CapsStep::dealt);
-          if (std::find(dealt.begin(), dealt.end(), st) == dealt.end()) dealt.push_back(st);
-        }
-      }
+    constexpr int kTop = 8, kBelow = 3;
+    std::vector<CapsSteps> weighed;  // with_dfs(top, below) at top * kBelow + below, then the dealt ones
+    for (int i = 0; factors && i < kTop * kBelow; ++i) weighed.push_back(with_dfs(i / kBelow, i % kBelow));
+    const std::size_t first_dealt = weighed.size();
+    for (int b = 0; b <= v7; b += std::max(v7, 1))  // below none or all of the BFS steps
+      for (int L = 1; !o.device_resident && L <= 4 && (smallest >> (b + L)) >= 64; ++L)
+        weighed.push_back(*parse_caps_steps(std::string(b, 'B') + std::string(L, 'X')));
     // Every rank must keep the same candidates (each one builds communicators), and an engine's
     // workspace estimate may rest on this process's own timing (a CPU engine's automatic
     // levels): the estimates of every sequence weighed, their largest over the ranks decide.
-    constexpr int kTop = 8, kBelow = 3;
-    std::vector<double> need(kTop * kBelow + dealt.size(), 0.0);
-    if (engine) {
-      if (factors)
-        for (int t = 0; t < kTop; ++t)
-          for (int b = 0; b < kBelow; ++b)
-            need[std::size_t(t * kBelow + b)] = caps_peak_words(s, P, with_dfs(t, b), *engine, dt) * double(size_of(dt));
-      for (std::size_t i = 0; i < dealt.size(); ++i)
-        need[kTop * kBelow + i] = caps_peak_words(s, P, dealt[i], *engine, dt) * double(size_of(dt));
-    }
+    std::vector<double> need(weighed.size(), 0.0);
+    for (std::size_t i = 0; o.engine && i < weighed.size(); ++i)
+      need[i] = caps_peak_words(s, P, weighed[i], *o.engine, o.dtype) * double(size_of(o.dtype));
     MPI_Allreduce(MPI_IN_PLACE, need.data(), int(need.size()), MPI_DOUBLE, MPI_MAX, world.get());
-    auto fits = [&](int top, int below) { return need[std::size_t(top * kBelow + below)] <= limit; };
+    auto fits = [&](std::size_t i) { return need[i] <= limit; };
     if (factors) {
       int d = 0;
-      for (; d < kTop - 1; ++d)
-        if (fits(d, 0)) break;
+      while (d < kTop - 1 && !fits(std::size_t(d * kBelow))) ++d;
       for (int extra = 0; extra < kBelow; ++extra) {
-        if (extra > 0 && (smallest >> (d + extra + k7)) < 64) continue;  // leaves of at least 64
+        if (extra > 0 && (smallest >> (d + extra + v7)) < 64) continue;  // leaves of at least 64
         sequences.push_back(with_dfs(d + extra, 0));
-        if (extra > 0 && k7 > 0 && fits(d, extra)) sequences.push_back(with_dfs(d, extra));
+        if (extra > 0 && v7 > 0 && fits(std::size_t(d * kBelow + extra))) sequences.push_back(with_dfs(d, extra));
       }
     }
-    for (std::size_t i = 0; i < dealt.size(); ++i)
-      if (need[kTop * kBelow + i] <= limit) sequences.push_back(dealt[i]);
-    if (sequences.empty()) {  // nothing fits: the leanest, whose memory error names the fix
-      if (factors) sequences.push_back(with_dfs(kTop - 1, 0));
-      else if (!dealt.empty()) sequences.push_back(dealt.front());
-      else throw no_fit();
-    }
+    for (std::size_t i = first_dealt; i < weighed.size(); ++i)
+      if (fits(i)) sequences.push_back(weighed[i]);
+    if (weighed.empty()) throw no_fit();
+    if (sequences.empty())  // nothing fits: the leanest (most DFS steps, or one dealt), whose memory error names the fix
+      sequences.push_back(weighed[factors ? (kTop - 1) * kBelow : 0]);
   }
   const std::vector<const BilinearFormula*> formulas =
       o.formula ? std::vector{o.formula} : std::vector{&kStrassenFormula, &kWinogradFormula};
@@ -160,8 +126,7 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
     return make_caps_schedule(world, s, sequences[0], *formulas[0], o.device_resident);
 
   // The candidates' predicted times (cost_model.hpp) from their exact counts.
-  const MachineModel mm = machine_model_for(world, o.device_resident, engine ? engine->name() : "", dt, double(s.m), double(s.n), double(s.k));
-  const double elem = double(size_of(dt));
+  const MachineModel mm = machine_model_for(world, o.device_resident, o.engine ? o.engine->name() : "", o.dtype, double(s.m), double(s.n), double(s.k));
   std::vector<std::unique_ptr<DistAlgorithm>> cands;
   std::vector<std::string> keys;  // "DB strassen": the choice among CAPS variants
   std::vector<double> t, words;
@@ -170,15 +135,14 @@ std::unique_ptr<DistAlgorithm> make_caps(const Comm& world, GemmShape s, const A
       cands.push_back(make_caps_schedule(world, s, seq, *f, o.device_resident));
       keys.push_back((seq.empty() ? std::string("-") : to_string(seq)) + " " + f->name);
       const CommEstimate e = cands.back()->analytic();
-      t.push_back(predicted_seconds(mm, e, elem));
+      t.push_back(predicted_seconds(mm, e, double(size_of(o.dtype))));
       words.push_back(e.words_max);
     }
   const std::size_t best = words_first_choice(t, words);
   std::string why = "caps steps and formula by the cost model (of those that fit in memory):";
   char buf[128];
   for (std::size_t c = 0; c < cands.size(); ++c) {
-    std::snprintf(buf, sizeof buf, " %s%s %.3g s%s", c == best ? "*" : "", keys[c].c_str(), t[c],
-                  c + 1 < cands.size() ? "," : "");
+    std::snprintf(buf, sizeof buf, " %s%s %.3g s%s", c == best ? "*" : "", keys[c].c_str(), t[c], c + 1 < cands.size() ? "," : "");
     why += buf;
   }
   cands[best]->set_selection(why);
