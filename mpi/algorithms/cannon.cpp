@@ -48,8 +48,7 @@ class Cannon final : public ClassicalAlgorithm<Cannon> {
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     const index_t mi = pm_.size(i_), nj = pn_.size(j_);
     auto at = [&](int r, int cc) { return grid_.rank_of({r, cc}); };
-    T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
-    T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
+    T *abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)}, *bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     // Step t's blocks: the initial skew's (A(i, j) -> (i, j - i), B(i, j) -> (i - j, j)) for t = 0,
     // then shifts of A left by one and of B up by one; at step t the rank holds A(i, l), B(l, j)
     // with l = (i + j + t) mod q.

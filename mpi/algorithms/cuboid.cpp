@@ -18,7 +18,8 @@
 // Sequential steps: when the gathered blocks do not fit the memory limit, k is cut into s steps
 // (COSMA's sequential steps); each step gathers one k-slice of A(i, l) and B(l, j) while the
 // previous one is multiplied, so the words stay the same and the memory falls by s. The C
-// partial stays put across the steps.
+// partial stays put across the steps. The first step's product starts on the rank's own columns
+// of B(l, j) while the other ranks' arrive: on 4 GPUs (2x2x1) half the gathered words overlap.
 #include <cmath>
 #include <cstdint>
 
@@ -111,8 +112,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     if (!active_) return b;
     const bool pads = !bound_space() || !bound_space()->takes_uneven_parts();
     const index_t mi = pm_.size(i_), nj = pn_.size(j_), kmax = step_size(l_, 0);
-    // (the steps take two sizes, the first's and the last's)
-    const bool uneven_a = step_size(l_, 0) % g_.pn != 0 || step_size(l_, g_.steps - 1) % g_.pn != 0;
+    const bool uneven_a = step_size(l_, 0) % g_.pn != 0 || step_size(l_, g_.steps - 1) % g_.pn != 0;  // (two step sizes)
     // At `at`, `at + gap` and `at + 2 gap`: a rows x cols block cut by columns into `parts`
     // parts, the parts padded to the widest, and one part packed (A's where it is uneven or A
     // has a leading dimension).
@@ -123,10 +123,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
       if (uneven && pads) b[at + gap] = std::size_t(rows * wmax * parts) * size_of(dt);
       b[at + 2 * gap] = std::size_t(rows * wmax) * size_of(dt);
     };
-    for (int slot = 0; slot < 2; ++slot) {
-      parts_of(0 + slot, 2, mi, kmax, g_.pn, uneven_a);
-      parts_of(6 + slot, 2, kmax, nj, g_.pm, nj % g_.pm != 0);
-    }
+    for (int slot = 0; slot < 2; ++slot)
+      parts_of(0 + slot, 2, mi, kmax, g_.pn, uneven_a), parts_of(6 + slot, 2, kmax, nj, g_.pm, nj % g_.pm != 0);
     parts_of(12, 1, mi, nj, g_.pk, nj % g_.pk != 0);
     return b;
   }
@@ -159,8 +157,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
         timed(pack_phase, [&] { sp.copy(send, std::max<index_t>(rows, 1), mine, ld, rows, w, Lane::comm); });
         mine = send;
       }
-      if (pads) dc.all_gather_parts(mine, even ? out : padded, part_counts(cols, parts, rows));
-      else dc.all_gather_v(mine, out, part_counts(cols, parts, rows));
+      if (pads) dc.all_gather_parts(mine, even ? out : padded, Partition1D{cols, parts}.counts(rows));
+      else dc.all_gather_v(mine, out, Partition1D{cols, parts}.counts(rows));
       for (int q = 0; !even && q < parts; ++q)
         sp.copy(out + rows * share_begin(cols, parts, q), std::max<index_t>(rows, 1), padded + q * rows * wmax,
                 std::max<index_t>(rows, 1), rows, share(cols, parts, q), Lane::comm);
@@ -176,8 +174,10 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
       if (gather_a)
         o.a = gather(*dev_a_, g_.pn, j_, mi, kc, o.a, A.ld, 0, slot, kNoPhase), o.lda = std::max<index_t>(mi, 1);
       a_col0 += share(kc, g_.pn, j_);
+      if (c == 0) sp.mark(Lane::comm, 0);  // A(i, l) in, for step 0's first product
       if (gather_b)  // rows k0..k0+kc of this rank's columns of B(l, j)
         o.b = gather(*dev_b_, g_.pm, i_, kc, nj, o.b, B.ld, 3, slot, 0), o.ldb = std::max<index_t>(kc, 1);
+      if (c == 0) sp.mark(Lane::comm, 1);
     };
 
     T* cp = reduce_c ? device_buffer<T>(12) : C.data;
@@ -187,9 +187,9 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     const int rest = rest_mark();
     const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
     const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
-    const int steps = g_.steps;
+    const bool split_first = gather_b && cut < 0;
     pipeline(
-        sp, steps,
+        sp, g_.steps,
         [&](int c) {
           if (rest >= 0 && (c > 0 || !part)) sp.wait_mark(Lane::comm, rest);
           if (rest >= 0 && c == 0 && !part) sp.wait_mark(Lane::compute, rest);
@@ -199,16 +199,26 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
           const T first = c == 0 ? (reduce_c ? T(0) : beta) : T(1);
           const StepOperands<T>& o = ops[c % 2];
           const index_t kc = step_size(l_, c);
+          // Step 0 (mark 0: A(i, l) in) starts on this rank's own columns of B(l, j) while the rest arrive.
+          const bool split = split_first && c == 0;
+          const index_t b0 = split ? share_begin(nj, g_.pm, i_) : 0, bw = split ? share(nj, g_.pm, i_) : 0;
+          const index_t k1 = std::max<index_t>(cut, 0);  // the first part's product (cut > 0), then the rest's
+          auto columns = [&](index_t c0, index_t w, const T* b, index_t ldb, T beta1) {  // C's columns c0..c0+w
+            if (w > 0) sp.gemm<T>(Op::N, Op::N, mi, w, kc - k1, alpha, o.a + k1 * o.lda, o.lda, b + k1, ldb, beta1, cp + c0 * ldc, ldc);
+          };
           timed(2, [&] {
-            const index_t k1 = std::max<index_t>(cut, 0);  // the first part's product (cut > 0), then the rest's
             if (cut > 0) sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);
             if (rest >= 0 && (c > 0 || cut >= 0)) sp.wait_mark(Lane::compute, rest);
-            sp.gemm<T>(Op::N, Op::N, mi, nj, kc - k1, alpha, o.a + k1 * o.lda, o.lda, o.b + k1, o.ldb,
-                       cut > 0 ? T(1) : first, cp, ldc);
+            columns(b0, bw, B.data, B.ld, first);  // (k1 = 0 where split)
           });
-          step_done(c + 1, steps + (reduce_c ? 1 : 0));
+          if (split) timed(1, [&] { sp.wait_mark(Lane::compute, 1); });
+          timed(2, [&] {
+            const T beta1 = cut > 0 ? T(1) : first;
+            columns(0, b0, o.b, o.ldb, beta1), columns(b0 + bw, nj - b0 - bw, o.b + (b0 + bw) * o.ldb, o.ldb, beta1);
+          });
+          step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
         },
-        [&](auto&& wait) { timed(1, wait); });
+        [&, waited = 0](auto&& wait) mutable { timed(1, [&] { split_first && waited++ == 0 ? sp.wait_mark(Lane::compute, 0) : wait(); }); });
     if (!reduce_c) return;
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
     timed(3, [&] {
@@ -218,8 +228,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
         sp.copy(device_buffer<T>(13) + q * mi * wc_max, std::max<index_t>(mi, 1), cp + mi * share_begin(nj, g_.pk, q),
                 std::max<index_t>(mi, 1), mi, share(nj, g_.pk, q), Lane::comm);
       T* send = padded ? device_buffer<T>(13) : cp;
-      if (pads) dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
-      else dev_c_->reduce_scatter_v(send, device_buffer<T>(14), part_counts(nj, g_.pk, mi));
+      if (pads) dev_c_->reduce_scatter_parts(send, device_buffer<T>(14), Partition1D{nj, g_.pk}.counts(mi));
+      else dev_c_->reduce_scatter_v(send, device_buffer<T>(14), Partition1D{nj, g_.pk}.counts(mi));
       sp.compute_waits_for_comm();
     });
     sp.scale_add<T>(C.data, C.ld, device_buffer<T>(14), std::max<index_t>(mi, 1), mi, share(nj, g_.pk, l_), T(1), beta);
@@ -229,12 +239,6 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
  private:
   // Part q of `parts` of n (the first n % parts one larger): the split of every block.
   static index_t share(index_t n, int parts, int q) { return Partition1D{n, parts}.size(q); }
-  // Elements of each part of a collective over `parts` ranks: `scale` times each share of n.
-  static std::vector<index_t> part_counts(index_t n, int parts, index_t scale) {
-    std::vector<index_t> c(parts);
-    for (int q = 0; q < parts; ++q) c[q] = scale * share(n, parts, q);
-    return c;
-  }
   static index_t share_begin(index_t n, int parts, int q) { return Partition1D{n, parts}.start(q); }
 
   // k-steps of layer l: step c covers [step_begin, step_begin + step_size) of the block's k.

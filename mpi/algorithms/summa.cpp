@@ -101,11 +101,9 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   template <class T>
   void run(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
     if (whole_k_) return run_whole_k(sp, alpha, A, B, beta, C);
-    const index_t mi = pm_.size(i_), nj = pn_.size(j_);
-    const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
-    T* abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)};
-    T* bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
+    T *abuf[2] = {device_buffer<T>(0), device_buffer<T>(1)}, *bbuf[2] = {device_buffer<T>(2), device_buffer<T>(3)};
     StepOperands<T> ops[2];
 
     auto post = [&](std::size_t t, int slot) {
@@ -154,8 +152,7 @@ class Summa final : public ClassicalAlgorithm<Summa> {
   // buffer, since its rows are strided in B's column of blocks), then one product.
   template <class T>
   void run_whole_k(DeviceSpace& sp, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta, MatrixView<T> C) {
-    const index_t mi = pm_.size(i_), nj = pn_.size(j_), k = s_.k;
-    const index_t ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
+    const index_t mi = pm_.size(i_), nj = pn_.size(j_), k = s_.k, ka0 = pka_.start(j_), kb0 = pkb_.start(i_);
     const bool along_rows = broadcasts_a(), along_cols = broadcasts_b();
     T* afull = along_rows ? device_buffer<T>(0) : nullptr;
     T* bfull = along_cols ? device_buffer<T>(1) : nullptr;

@@ -15,6 +15,12 @@ struct Partition1D {
   index_t start(int i) const { return i * (n / parts) + std::min<index_t>(i, n % parts); }
   index_t size(int i) const { return start(i + 1) - start(i); }
   index_t max_size() const { return (n + parts - 1) / parts; }
+  // Each part's size times `scale`: the element counts of a collective over the parts.
+  std::vector<index_t> counts(index_t scale = 1) const {
+    std::vector<index_t> c(std::size_t(std::max(parts, 0)));
+    for (int i = 0; i < parts; ++i) c[std::size_t(i)] = scale * size(i);
+    return c;
+  }
   int owner(index_t g) const {
     index_t big = n / parts + 1, nbig = n % parts;
     if (g < big * nbig) return static_cast<int>(g / big);
