@@ -281,7 +281,6 @@ LeafResult time_int8(cublasLtHandle_t lt, cudaStream_t stream, long long OpA, lo
   int8_t* const B = A + a;
   int* const C = reinterpret_cast<int*>(buf.get() + a + b);
   fill_uniform(A, a + b, stream);  // zeros would draw less power than real data
-  CudaStream side;  // unused: nothing is paired
   const int one = 1, zero = 0;
   LtPlan heuristic = lt_int8_plan(OpA, OpB, Kp);
   const auto first = lt_heuristic(lt, heuristic, 1, kInt8LtWorkspace);
@@ -296,7 +295,8 @@ LeafResult time_int8(cublasLtHandle_t lt, cudaStream_t stream, long long OpA, lo
     lt_apply(lt, kLtInt8, c, kInt8LtWorkspace, p);
     return p;
   };
-  return race(stream, side.get(), reps_for(OpA, OpB), pool, plan, lt_run,
+  // never paired (the emulation runs its INT8 products one at a time): no side stream
+  return race(stream, stream, reps_for(OpA, OpB), pool, plan, lt_run,
               [&](int i) { lt_run(heuristic, i); }, false, [](const GemmConfig&) { return false; });
 }
 
@@ -422,7 +422,10 @@ int tune_command(const TuneOptions& o, std::ostream& os) {
   cuda_check(cudaGetDeviceProperties(&prop, o.device % count), "properties");
   const std::string file = o.file.empty() ? tuning_file_path_for_writing() : o.file;
   if (PathProblem p = output_problem(file, "tuning file")) p.raise();  // before the minutes of tuning
-  os << "tuning " << (shapes.empty() ? "the addition kernels and products" : "the given product shapes") << " on "
+  const char* what = !shapes.empty() ? "the given product shapes"
+                     : o.dtype == "i8" ? "the emulation's INT8 products"
+                                       : "the addition kernels and products";
+  os << "tuning " << what << " on "
      << prop.name << " (" << prop.multiProcessorCount << " SMs, " << prop.maxThreadsPerMultiProcessor
      << " threads/SM)\n";
   auto chosen = [&](const char* dtype) { return o.dtype == "all" || o.dtype == dtype; };

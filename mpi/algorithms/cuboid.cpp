@@ -18,8 +18,7 @@
 // Sequential steps: when the gathered blocks do not fit the memory limit, k is cut into s steps
 // (COSMA's sequential steps); each step gathers one k-slice of A(i, l) and B(l, j) while the
 // previous one is multiplied, so the words stay the same and the memory falls by s. The C
-// partial stays put across the steps. The first step's product starts on the rank's own columns
-// of B(l, j) while the other ranks' arrive: on 4 GPUs (2x2x1) half the gathered words overlap.
+// partial stays put across the steps. Step 0 starts on this rank's columns of B(l, j) as the others arrive.
 #include <cmath>
 #include <cstdint>
 
@@ -50,9 +49,10 @@ double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
 
 class Cuboid final : public ClassicalAlgorithm<Cuboid> {
  public:
-  Cuboid(const Comm& world, GemmShape s, CuboidGrid g)
+  Cuboid(const Comm& world, GemmShape s, CuboidGrid g, const AlgoOptions& o)
       : ClassicalAlgorithm(world, s, g.pm, g.pn), g_(g), pk_{s.k, g.pk} {
     place(rank_);
+    split_first_ = !(o.engine && o.engine->prefers_whole_k(pm_.max_size(), pn_.max_size(), depth(), o.dtype));
     // Every rank takes part in the splits (collective); idle ranks get no communicator.
     a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
     b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
@@ -187,7 +187,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     const int rest = rest_mark();
     const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
     const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
-    const bool split_first = gather_b && cut < 0;
+    const bool split_first = split_first_ && gather_b && cut < 0;
     pipeline(
         sp, g_.steps,
         [&](int c) {
@@ -247,7 +247,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
 
   CuboidGrid g_;
   Partition1D pk_;
-  bool active_ = false;
+  bool active_ = false, split_first_ = true;  // step 0 on B's own columns first: not for Strassen, slower on halves
   int i_ = 0, j_ = 0, l_ = 0;
   Comm a_comm_, b_comm_, c_comm_;
   std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
@@ -281,7 +281,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
       throw UsageError("--cuboid-grid " + std::to_string(g.pm) + "x" + std::to_string(g.pn) + "x" +
                        std::to_string(g.pk) + " needs " + std::to_string(used) + " ranks but " +
                        std::to_string(P) + " run: use a grid of at most " + std::to_string(P) + (P == 1 ? " rank" : " ranks"));
-    return std::make_unique<Cuboid>(world, s, g);
+    return std::make_unique<Cuboid>(world, s, g, o);
   }
   std::vector<CuboidGrid> grids;
   std::vector<double> seconds, words;
@@ -309,7 +309,7 @@ std::unique_ptr<DistAlgorithm> make_cuboid(const Comm& world, GemmShape s, const
   // Communication-optimal first: of the grids predicted within kWordsFirst of the fastest, the
   // one that moves the fewest words (on a prime P often a grid of P - 1 ranks, where P ranks in
   // a line would move several times the lower bound).
-  return std::make_unique<Cuboid>(world, s, grids[words_first_choice(seconds, words)]);
+  return std::make_unique<Cuboid>(world, s, grids[words_first_choice(seconds, words)], o);
 }
 
 }  // namespace distmm
