@@ -490,13 +490,15 @@ TEST(DeviceRun, StreamedFirstStageInKParts) {
   narrow.panel = 7;  // the panel loop, several panels on every grid
   configs.push_back({"summa (whole k)", "summa", "gpu-winograd", {}});
   configs.push_back({"summa (panels)", "summa", "cublas", narrow});
-  AlgoOptions k_only, k_steps, m_steps;
+  AlgoOptions k_only, k_steps, m_steps, n_steps;
   k_only.cuboid_grid = {1, 1, P};  // one k-step, nothing gathered: cut in two products
   k_steps.cuboid_grid = {1, 1, P}, k_steps.cuboid_steps = 3;
   m_steps.cuboid_grid = {1, P, 1}, m_steps.cuboid_steps = 2;  // A gathered per k-step
+  n_steps.cuboid_grid = {P, 1, 1}, n_steps.cuboid_steps = 2;  // B gathered: step 0 begun on B's own columns
   configs.push_back({"cuboid 1x1xP", "cuboid", "gpu-winograd", k_only});
   configs.push_back({"cuboid 1x1xP, 3 k-steps", "cuboid", "cublas", k_steps});
   configs.push_back({"cuboid 1xPx1, 2 k-steps", "cuboid", "cublas", m_steps});
+  configs.push_back({"cuboid Px1x1, 2 k-steps", "cuboid", "cublas", n_steps});
   for (const Config& cf : configs)
     for (const Case& c : {Case{37, 29, 41}, Case{6, 9, 1}, Case{13, 8, 2}, Case{64, 1, 97}})
       for (bool split : {true, false}) {
