@@ -39,8 +39,7 @@ struct CuboidGrid {
 double cuboid_peak_words(GemmShape s, const CuboidGrid& g) {
   const double mi = std::ceil(double(s.m) / g.pm), nj = std::ceil(double(s.n) / g.pn),
                kl = std::ceil(double(s.k) / g.pk), kc = std::ceil(kl / g.steps);
-  // own pieces of A, B and C, two gathered k-slices of A and B, B's send slice, the C partial
-  // and the reduced columns
+  // own pieces, two gathered k-slices of A and B, B's send slice, C's partial and reduced columns
   const double own = mi * kl / g.pn + kl * nj / g.pm + mi * nj / g.pk;
   const double slices = (g.pn > 1 ? 2 * mi * kc : 0) + (g.pm > 1 ? 2 * kc * nj + kc * nj / g.pm : 0);
   const double partial = g.pk > 1 ? mi * nj + mi * nj / g.pk : 0;
@@ -52,7 +51,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   Cuboid(const Comm& world, GemmShape s, CuboidGrid g, const AlgoOptions& o)
       : ClassicalAlgorithm(world, s, g.pm, g.pn), g_(g), pk_{s.k, g.pk} {
     place(rank_);
-    split_first_ = !(o.engine && o.engine->prefers_whole_k(pm_.max_size(), pn_.max_size(), depth(), o.dtype));
+    const EngineCapabilities e = o.engine ? o.engine->capabilities_for(pm_.max_size(), pn_.max_size(), depth(), o.dtype) : EngineCapabilities{};
+    split_first_ = g.pm > 1 && !e.prefers_whole_k && (o.device_resident || e.memory == Memory::host);
     // Every rank takes part in the splits (collective); idle ranks get no communicator.
     a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
     b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
@@ -187,7 +187,6 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
     const int rest = rest_mark();
     const std::optional<KPrefix> part = rest >= 0 ? k_prefix() : std::nullopt;
     const index_t cut = part && g_.steps == 1 ? part->b_rows : -1;
-    const bool split_first = split_first_ && gather_b && cut < 0;
     pipeline(
         sp, g_.steps,
         [&](int c) {
@@ -200,8 +199,7 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
           const StepOperands<T>& o = ops[c % 2];
           const index_t kc = step_size(l_, c);
           // Step 0 (mark 0: A(i, l) in) starts on this rank's own columns of B(l, j) while the rest arrive.
-          const bool split = split_first && c == 0;
-          const index_t b0 = split ? share_begin(nj, g_.pm, i_) : 0, bw = split ? share(nj, g_.pm, i_) : 0;
+          const index_t b0 = split_first_ && c == 0 ? share_begin(nj, g_.pm, i_) : 0, bw = split_first_ && c == 0 ? share(nj, g_.pm, i_) : 0;
           const index_t k1 = std::max<index_t>(cut, 0);  // the first part's product (cut > 0), then the rest's
           auto columns = [&](index_t c0, index_t w, const T* b, index_t ldb, T beta1) {  // C's columns c0..c0+w
             if (w > 0) sp.gemm<T>(Op::N, Op::N, mi, w, kc - k1, alpha, o.a + k1 * o.lda, o.lda, b + k1, ldb, beta1, cp + c0 * ldc, ldc);
@@ -211,14 +209,14 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
             if (rest >= 0 && (c > 0 || cut >= 0)) sp.wait_mark(Lane::compute, rest);
             columns(b0, bw, B.data, B.ld, first);  // (k1 = 0 where split)
           });
-          if (split) timed(1, [&] { sp.wait_mark(Lane::compute, 1); });
+          if (split_first_ && c == 0) timed(1, [&] { sp.wait_mark(Lane::compute, 1); });
           timed(2, [&] {
             const T beta1 = cut > 0 ? T(1) : first;
             columns(0, b0, o.b, o.ldb, beta1), columns(b0 + bw, nj - b0 - bw, o.b + (b0 + bw) * o.ldb, o.ldb, beta1);
           });
           step_done(c + 1, g_.steps + (reduce_c ? 1 : 0));
         },
-        [&, waited = 0](auto&& wait) mutable { timed(1, [&] { split_first && waited++ == 0 ? sp.wait_mark(Lane::compute, 0) : wait(); }); });
+        [&, waited = 0](auto&& wait) mutable { timed(1, [&] { split_first_ && waited++ == 0 ? sp.wait_mark(Lane::compute, 0) : wait(); }); });
     if (!reduce_c) return;
     // Sum the pk partials and keep this rank's columns: C = sum + beta C.
     timed(3, [&] {
@@ -247,7 +245,9 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
 
   CuboidGrid g_;
   Partition1D pk_;
-  bool active_ = false, split_first_ = true;  // step 0 on B's own columns first: not for Strassen, slower on halves
+  // Step 0 on B's own columns first (B gathered): not under Strassen levels (slower on halves),
+  // nor where a GPU stages each product from host memory (A copied again per part).
+  bool active_ = false, split_first_ = true;
   int i_ = 0, j_ = 0, l_ = 0;
   Comm a_comm_, b_comm_, c_comm_;
   std::unique_ptr<DeviceComm> dev_a_, dev_b_, dev_c_;  // destroyed before their Comms
