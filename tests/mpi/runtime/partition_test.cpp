@@ -26,6 +26,26 @@ TEST(Partition1D, CoversEverySizeAndOwnerIsConsistent) {
   }
 }
 
+// The element counts of a collective over the parts: each part's size times the scale, in order,
+// summing to n times the scale (zeros where n < parts).
+TEST(Partition1D, CountsScaleEachPart) {
+  for (index_t n : {0, 1, 5, 13, 97})
+    for (int p : {1, 2, 4, 7, 16})
+      for (index_t scale : {0, 1, 3, 1000}) {
+        const Partition1D part{n, p};
+        const std::vector<index_t> c = part.counts(scale);
+        ASSERT_EQ(c.size(), std::size_t(p));
+        index_t total = 0;
+        for (int i = 0; i < p; ++i) {
+          EXPECT_EQ(c[std::size_t(i)], scale * part.size(i));
+          total += c[std::size_t(i)];
+        }
+        EXPECT_EQ(total, n * scale) << n << " " << p << " " << scale;
+      }
+  EXPECT_EQ(Partition1D({5, 3}).counts(2), (std::vector<index_t>{4, 4, 2}));
+  EXPECT_EQ(Partition1D({5, 3}).counts(), (std::vector<index_t>{2, 2, 1}));
+}
+
 TEST(Piece, RunsAndGlobals) {
   Piece p;
   p.row_runs = {{0, 2}, {6, 3}};
