@@ -51,8 +51,8 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
   Cuboid(const Comm& world, GemmShape s, CuboidGrid g, const AlgoOptions& o)
       : ClassicalAlgorithm(world, s, g.pm, g.pn), g_(g), pk_{s.k, g.pk} {
     place(rank_);
-    const EngineCapabilities e = o.engine ? o.engine->capabilities_for(pm_.max_size(), pn_.max_size(), depth(), o.dtype) : EngineCapabilities{};
-    split_first_ = g.pm > 1 && !e.prefers_whole_k && (o.device_resident || e.memory == Memory::host);
+    split_first_ = g.pm > 1 && (!o.engine || (!o.engine->prefers_whole_k(pm_.max_size(), pn_.max_size(), depth(), o.dtype) &&
+                                              (o.device_resident || o.engine->capabilities().memory == Memory::host)));
     // Every rank takes part in the splits (collective); idle ranks get no communicator.
     a_comm_ = world.split(active_ ? i_ * g_.pk + l_ : -1, j_);
     b_comm_ = world.split(active_ ? j_ * g_.pk + l_ : -1, i_);
