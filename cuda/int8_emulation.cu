@@ -58,9 +58,11 @@ __device__ __forceinline__ void for_moduli(int N, F&& f) {
   }
 }
 
-template <int L>
+// Narrow: |v| < 2^31 (ozaki::sym_residue32, one 32-bit remainder), the same residue.
+template <int L, bool Narrow = false>
 __device__ __forceinline__ int sym_residue(long long v) {
-  return ozaki::sym_residue<modulus(L)>(v);
+  if constexpr (Narrow) return ozaki::sym_residue32<modulus(L)>(int(v));
+  else return ozaki::sym_residue<modulus(L)>(v);
 }
 
 template <class T>
@@ -112,7 +114,10 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   __shared__ long long slog[16][33];
   __shared__ int snnz[16][33], sbad[16][33], semin[16][33];
   const int r = KContig ? ty : ty, c = KContig ? tx : tx;  // shared slot of this thread
-  double mx = 0;
+  // Single precision in one pass: its squares and sums neither overflow nor underflow in double,
+  // so the sums scaled by 2^-2E and 2^-E at the end are the scaled entries' sums, bit for bit.
+  constexpr bool one_pass = sizeof(real_t<T>) == 4;
+  double mx = 0, sum = 0, l1 = 0;
   long long logsum = 0;
   int nnz = 0, bad = 0, emin = INT_MAX;
   if (o < O)
@@ -124,6 +129,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
         else if (a != 0) {
           const int ea = ilogb(a);
           mx = fmax(mx, a), logsum += ea, ++nnz, emin = min(emin, ea);
+          if (one_pass) sum += a * a, l1 += a;
         }
       }
     }
@@ -146,8 +152,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   reduce(semin, [](int a, int b) { return min(a, b); });
   const double omax = KContig ? smax[r][0] : smax[0][c];
   const int E = omax > 0 ? ilogb(omax) : 0;
-  double sum = 0, l1 = 0;
-  if (o < O)
+  if (!one_pass && o < O)
     for (index_t h = lane; h < K; h += lanes) {
       const T x = X[at<KContig>(h, o, ld)];
       for (int p = 0; p < P::count; ++p) {
@@ -162,8 +167,8 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   reduce(sl1, [](double a, double b) { return a + b; });
   if (o < O && lane == 0) {
     const int i = KContig ? r : 0, j = KContig ? 0 : c;
-    const double s = sqrt(ssum[i][j]);
-    st[o] = OuterStat{s, sl1[i][j], E, 0};
+    const double s = sqrt(one_pass ? ldexp(ssum[i][j], -2 * E) : ssum[i][j]);
+    st[o] = OuterStat{s, one_pass ? ldexp(sl1[i][j], -E) : sl1[i][j], E, 0};
     if (omax > 0) atomicMax(&flags->max_l2_linf, __float_as_uint(float(s / ldexp(omax, -E))));
     const int n = snnz[i][j];
     if (sbad[i][j]) atomicOr(&flags->nonfinite, 1);
@@ -177,11 +182,17 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
 }
 
 // e_o: the largest shift with ||x_o|| 2^e <= bound (a zero row keeps 0); magnitude (the
-// |A||B|-aware bound's product): the shift that brings the row's entries below 2^7.
-__global__ void exponents(index_t O, const OuterStat* st, double bound, bool magnitude, int* e) {
+// |A||B|-aware bound's product): the shift that brings the row's entries below 2^7, paired: the
+// pair's (o and o ^ 1, ozaki::pair_exponent) shared one.
+__global__ void exponents(index_t O, const OuterStat* st, double bound, bool magnitude, bool paired, int* e) {
   const index_t o = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
   if (o >= O) return;
-  e[o] = magnitude ? ozaki::magnitude_exponent(st[o].s, st[o].E) : ozaki::scale_exponent(st[o].s, st[o].E, bound);
+  if (!magnitude) {
+    e[o] = ozaki::scale_exponent(st[o].s, st[o].E, bound);
+    return;
+  }
+  const OuterStat& q = st[paired && (o ^ 1) < O ? o ^ 1 : o];
+  e[o] = ozaki::magnitude_exponent(st[o].s + q.s, ozaki::pair_exponent(st[o].s, st[o].E, q.s, q.E));
 }
 
 // Slices: slice l holds the residues mod m_l, element (h, o) at dst[l * stride + h + o * Kp];
@@ -205,8 +216,8 @@ __device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj)
 }
 
 // k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
-// slice; h in [K, Kp) is written as zeros.
-template <class T, bool Magnitude>
+// slice; h in [K, Kp) is written as zeros. Narrow: every scaled entry below 2^31 in magnitude.
+template <class T, bool Magnitude, bool Narrow>
 __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, bool conj,
                                   const int* e, SliceOut out) {
   const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
@@ -220,8 +231,8 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
-        char4 q{char(sym_residue<L>(v[0])), char(sym_residue<L>(v[1])), char(sym_residue<L>(v[2])),
-                char(sym_residue<L>(v[3]))};
+        char4 q{char(sym_residue<L, Narrow>(v[0])), char(sym_residue<L, Narrow>(v[1])),
+                char(sym_residue<L, Narrow>(v[2])), char(sym_residue<L, Narrow>(v[3]))};
         *reinterpret_cast<char4*>(out.dst + L * out.stride + h0 + col * out.Kp) = q;
       });
     }
@@ -229,7 +240,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
 }
 
 // Outer-contiguous operands: a 32 x 32 tile read along o (coalesced), written along h.
-template <class T, bool Magnitude>
+template <class T, bool Magnitude, bool Narrow>
 __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O, const T* X, index_t ld,
                                                            bool conj, const int* e, SliceOut out) {
   __shared__ long long tile[2][32][33];
@@ -256,7 +267,7 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
-        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L>(v));
+        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L, Narrow>(v));
       });
     }
   }
@@ -283,23 +294,34 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
 }
 
 // The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
-// S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR).
+// S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR), mp x wp of
+// it; step 2: rows and columns in pairs (pair_outer), each pair's larger norms.
 // Each thread takes one i and the columns j = blockIdx.y + t gridDim.y; a warp's largest goes
 // to the flags in one atomic (one per thread made them the pass's cost).
 template <bool Complex>
-__global__ void product_ratios(index_t m, index_t w, const int* C, index_t ldc, const OuterStat* sa,
-                               const OuterStat* sb, long long kk, Flags* flags) {
+__global__ void product_ratios(index_t mp, index_t wp, const int* C, index_t ldc, const OuterStat* sa,
+                               const OuterStat* sb, index_t m, index_t w, int step, long long kk, Flags* flags) {
   const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
   double X = 0, Y = 0;
-  if (i < m)
-    for (index_t j = blockIdx.y; j < w; j += gridDim.y)
+  if (i < mp) {
+    const OuterStat& a0 = sa[i * step];
+    const OuterStat& a1 = sa[min(i * step + step, m) - 1];
+    const int Ea = ozaki::pair_exponent(a0.s, a0.E, a1.s, a1.E);
+    const double as = ozaki::pair_norm(a0.s, a0.E, a1.s, a1.E, Ea), al = ozaki::pair_norm(a0.l1, a0.E, a1.l1, a1.E, Ea);
+    for (index_t j = blockIdx.y; j < wp; j += gridDim.y) {
+      const OuterStat& b0 = sb[j * step];
+      const OuterStat& b1 = sb[min(j * step + step, w) - 1];
+      const int Eb = ozaki::pair_exponent(b0.s, b0.E, b1.s, b1.E);
+      const double bs = ozaki::pair_norm(b0.s, b0.E, b1.s, b1.E, Eb), bl = ozaki::pair_norm(b0.l1, b0.E, b1.l1, b1.E, Eb);
       for (int p = 0; p < (Complex ? 2 : 1); ++p) {
         const long long S = !Complex ? C[i + j * ldc]
-                            : p == 0 ? (long long)C[i + j * ldc] + C[(i + m) + (j + w) * ldc]
-                                     : (long long)C[i + (j + w) * ldc] + C[(i + m) + j * ldc];
-        const ozaki::ProductTerms t = ozaki::product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
+                            : p == 0 ? (long long)C[i + j * ldc] + C[(i + mp) + (j + wp) * ldc]
+                                     : (long long)C[i + (j + wp) * ldc] + C[(i + mp) + j * ldc];
+        const ozaki::ProductTerms t = ozaki::product_terms(as, al, bs, bl, S, kk);
         X = fmax(X, t.X), Y = fmax(Y, t.Y);
       }
+    }
+  }
   for (int d = 16; d > 0; d /= 2)
     X = fmax(X, __shfl_xor_sync(0xffffffffu, X, d)), Y = fmax(Y, __shfl_xor_sync(0xffffffffu, Y, d));
   if (threadIdx.x % 32 == 0) {
@@ -308,9 +330,30 @@ __global__ void product_ratios(index_t m, index_t w, const int* C, index_t ldc, 
   }
 }
 
+// The magnitudes' slice (Kp bytes per stacked outer index: O real ones, then O imaginary ones
+// for complex) with outer indices in pairs: pair q of each part the smaller byte of 2q and
+// 2q + 1 (the last one alone where O is odd); rows past parts * Pq of the Op written as zeros.
+__global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t Op, const int8_t* src,
+                           int8_t* dst) {
+  const index_t v = (blockIdx.x * index_t(blockDim.x) + threadIdx.x) * 16;
+  if (v >= Kp) return;
+  for (index_t q = blockIdx.y; q < Op; q += gridDim.y) {
+    uint4 out{0, 0, 0, 0};
+    if (q < parts * Pq) {
+      const index_t p = q / Pq, qq = q - p * Pq;
+      const index_t o1 = p * O + 2 * qq, o2 = p * O + min(2 * qq + 1, O - 1);
+      const uint4 x = *reinterpret_cast<const uint4*>(src + o1 * Kp + v);
+      const uint4 y = *reinterpret_cast<const uint4*>(src + o2 * Kp + v);
+      out = make_uint4(__vminu4(x.x, y.x), __vminu4(x.y, y.y), __vminu4(x.z, y.z), __vminu4(x.w, y.w));
+    }
+    *reinterpret_cast<uint4*>(dst + q * Kp + v) = out;
+  }
+}
+
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
 // plane at + m n), scaled back and merged into C.
-template <class R, bool Complex>
+// Narrow: M < 2^63 (N <= 7), the sums in one 64-bit word (ozaki::crt_add64), the same values.
+template <class R, bool Complex, bool Narrow>
 __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t plane,
                             ozaki::Crt crt, const int* ea, const int* eb, double2 alpha,
                             double2 beta, R* C, index_t ldc) {
@@ -321,12 +364,23 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
     double v[2] = {0, 0};
     for (int p = 0; p < (Complex ? 2 : 1); ++p) {
       const uint8_t* u = Rs + p * m * n + i + j * m;
-      ozaki::U128 S;
-      for_moduli(crt.N, [&](auto lc) {
-        constexpr int l = decltype(lc)::value;
-        ozaki::crt_add(S, crt, l, u[l * plane]);
-      });
-      v[p] = ldexp(ozaki::crt_signed(S, crt), -(ei + eb[j]));
+      double x;
+      if constexpr (Narrow) {
+        std::uint64_t S = 0;
+        for_moduli(crt.N, [&](auto lc) {
+          constexpr int l = decltype(lc)::value;
+          ozaki::crt_add64(S, crt, l, u[l * plane]);
+        });
+        x = ozaki::crt_signed64(S, crt);
+      } else {
+        ozaki::U128 S;
+        for_moduli(crt.N, [&](auto lc) {
+          constexpr int l = decltype(lc)::value;
+          ozaki::crt_add(S, crt, l, u[l * plane]);
+        });
+        x = ozaki::crt_signed(S, crt);
+      }
+      v[p] = ldexp(x, -(ei + eb[j]));
     }
     if constexpr (!Complex) {
       R& c = C[i + j * ldc];
@@ -657,6 +711,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     int8_t* a = reinterpret_cast<int8_t*>(im.work.get());
     return Work{a, a + zz.slices_a, reinterpret_cast<int*>(a + zz.slices_a + zz.slices_b)};
   };
+  const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
   // one slice of magnitudes); the stacked rows past parts * O are zero.
   auto slices = [&](bool magnitude, const Sizes& zz, int NN, index_t kq, bool kcontig, index_t O, const T* X,
@@ -666,50 +721,76 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       for (int l = 0; l < NN; ++l)
         cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * zz.Kp, 0,
                                    std::size_t(Op - parts * O) * zz.Kp, s), "memset");
+    // (the scaled entries' magnitudes stay below T' + 1/2; the magnitudes' below 2^7)
+    const bool narrow = magnitude || scale_bound(NN, kk) + 1 < 0x1p31;
     if (kcontig) {
       const dim3 grid(unsigned((zz.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
-      if (magnitude) to_slices_kcontig<T, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
-      else to_slices_kcontig<T, false><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+      if (magnitude) to_slices_kcontig<T, true, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+      else if (narrow) to_slices_kcontig<T, false, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+      else to_slices_kcontig<T, false, false><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
     } else {
       const dim3 grid(unsigned(zz.Kp / 32 + (zz.Kp % 32 != 0)), unsigned((O + 31) / 32));
-      if (magnitude) to_slices_transpose<T, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
-      else to_slices_transpose<T, false><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+      if (magnitude) to_slices_transpose<T, true, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+      else if (narrow) to_slices_transpose<T, false, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+      else to_slices_transpose<T, false, false><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
     }
     cuda_check(cudaGetLastError(), "slice kernel");
   };
   // The INT8 products' plans (full and last row blocks and panels), made before anything is
   // written, so that a shape cuBLASLt cannot do is declined with C untouched.
-  auto planned = [&](const Sizes& zz, const Work& wk) -> std::string {
+  // (step 2: the products of the bound's pairs)
+  auto planned = [&](const Sizes& zz, const Work& wk, index_t step = 1) -> std::string {
     for (index_t r : {zz.mb, m - (m - 1) / zz.mb * zz.mb})
       for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb}) {
-        const index_t OpA = round_up(parts * r, 16), OpB = round_up(parts * w, 16);
+        const index_t OpA = round_up(parts * ((r + step - 1) / step), 16);
+        const index_t OpB = round_up(parts * ((w + step - 1) / step), 16);
         if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32))
           return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
                  std::to_string(zz.Kp);
       }
     return "";
   };
-  const index_t kk = k * parts;  // entries per stacked row, for the rounding term
 
   // The |A||B|-aware statistics (ozaki_accuracy.hpp): the magnitudes' slices, their INT8
-  // product panel by panel, the largest ratios.
-  auto product = [&]() -> ozaki::ProductStats {
-    const std::optional<Sizes> zq = fit(k, 1);
+  // product panel by panel, the largest ratios. paired: the slices' rows and columns in pairs
+  // (pair_outer; the whole slices in the second half of the two-slice workspace), a quarter of
+  // the product. Row blocks and panels start at multiples of 16, so the pairs are the same
+  // however the product is cut.
+  auto product = [&](bool paired) -> ozaki::ProductStats {
+    const index_t step = paired ? 2 : 1;
+    const std::optional<Sizes> zq = fit(k, paired ? 2 : 1);
     if (!zq) return {};
     const Work wk = carve(*zq);
-    if (!planned(*zq, wk).empty()) return {};
-    exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, 0, true, ea);
-    exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, 0, true, eb);
+    if (!planned(*zq, wk, step).empty()) return {};
+    exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, 0, true, paired, ea);
+    exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, 0, true, paired, eb);
+    // the magnitudes of O outer indices, then their pairs: the Op rows the product reads
+    auto magnitudes = [&](bool kcontig, index_t O, const T* X, index_t ld, const int* e, int8_t* dst) {
+      const index_t Op = round_up(parts * O, 16);
+      if (!paired) {
+        slices(true, *zq, 1, k, kcontig, O, X, ld, false, e, dst, Op);
+        return Op;
+      }
+      int8_t* whole = dst + std::size_t(zq->Kp) * Op;
+      slices(true, *zq, 1, k, kcontig, O, X, ld, false, e, whole, Op);
+      const index_t Pq = (O + 1) / 2, OpP = round_up(parts * Pq, 16);
+      const dim3 grid(unsigned((zq->Kp / 16 + 127) / 128), unsigned(std::min<index_t>(OpP, 65535)));
+      pair_outer<<<grid, 128, 0, s>>>(zq->Kp, O, parts, Pq, OpP, whole, dst);
+      cuda_check(cudaGetLastError(), "pair kernel");
+      return OpP;
+    };
     blocks(*zq, [&](index_t i0, index_t rows) {
-      const index_t OpA = round_up(parts * rows, 16);
-      slices(true, *zq, 1, k, a_kcontig, rows, a_rows(i0), lda, false, ea + i0, wk.a, OpA);
+      const index_t OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, ea + i0, wk.a);
+      const index_t rp = (rows + step - 1) / step;
       for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
-        const index_t w = std::min(zq->nb, n - j0), OpB = round_up(parts * w, 16);
-        slices(true, *zq, 1, k, b_kcontig, w, b_cols(j0), ldb, false, eb + j0, wk.b, OpB);
+        const index_t w = std::min(zq->nb, n - j0), wp = (w + step - 1) / step;
+        const index_t OpB = magnitudes(b_kcontig, w, b_cols(j0), ldb, eb + j0, wk.b);
         im.int8_gemm(s, OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
-        const dim3 grid(unsigned((rows + 255) / 256), unsigned(std::min<index_t>(w, 128)));
-        if (cplx) product_ratios<true><<<grid, 256, 0, s>>>(rows, w, wk.c32, OpA, sa + i0, sb + j0, kk, flags);
-        else product_ratios<false><<<grid, 256, 0, s>>>(rows, w, wk.c32, OpA, sa + i0, sb + j0, kk, flags);
+        const dim3 grid(unsigned((rp + 255) / 256), unsigned(std::min<index_t>(wp, 128)));
+        if (cplx)
+          product_ratios<true><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
+        else
+          product_ratios<false><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
         cuda_check(cudaGetLastError(), "product ratios kernel");
       }
     });
@@ -720,6 +801,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     std::memcpy(&ps.Y, &im.flags_host.get()->Y, sizeof ps.Y);
     cuda_check(cudaMemsetAsync(&flags->X, 0, 2 * sizeof(unsigned long long), s), "memset");
     clock.mark("|A||B| bound", s);
+    if (clock.on)
+      std::fprintf(stderr, "|A||B| bound of %lld x %lld x %lld%s: X %.6g, Y %.6g\n", (long long)m, (long long)n,
+                   (long long)k, paired ? " (rows and columns in pairs)" : "", ps.X, ps.Y);
     return ps;
   };
 
@@ -740,8 +824,8 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return std::to_string(N) + " moduli keep fewer than 4 bits per entry at k = " + std::to_string(k) +
            ": use more moduli";
   if (dry_run) return "";
-  exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, false, ea);
-  exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, false, eb);
+  exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, bound, false, false, ea);
+  exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, false, false, eb);
   cuda_check(cudaGetLastError(), "exponents kernel");
 
   // 3. workspace
@@ -801,8 +885,11 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         for (int slot = 0; slot < std::min(N, 2); ++slot)
           cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
       const dim3 grid(unsigned((rows + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
-      crt_combine<R, cplx><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be,
-                                                reinterpret_cast<R*>(C + i0 + j0 * ldc), ldc);
+      R* Cij = reinterpret_cast<R*>(C + i0 + j0 * ldc);
+      if (ozaki::crt_fits_64(crt))
+        crt_combine<R, cplx, true><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+      else
+        crt_combine<R, cplx, false><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
       cuda_check(cudaGetLastError(), "crt kernel");
       clock.mark("crt", s);
     }

@@ -151,6 +151,7 @@ struct Choice {
   double target = 0;    // what c had to meet (native: sqrt(K) u; max: none, 0)
   const char* scaling = "fast";  // row and column powers of two from their 2-norms (Cauchy-Schwarz)
   bool from_product = false;     // the bound is the |A||B|-aware one
+  bool paired = false;           // ... from rows and columns in pairs (choose_with_product)
   std::string why;      // when N = 0
 };
 
@@ -197,10 +198,15 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
   return c;
 }
 
-// choose() with the |A||B|-aware statistics computed (`product()`) only where they can lower N,
-// the same decisions on the GPU and the host twin: `x_lower` = max_i ||a_i||_2 / ||a_i||_inf +
-// max_j ||b_j||_2 / ||b_j||_inf is a lower bound of X ((|A||B|)_ij <= ||a_i||_inf ||b_j||_1 and
-// <= ||a_i||_1 ||b_j||_inf), so the N it allows is the fewest the product could give.
+// choose() with the |A||B|-aware statistics computed (`product(paired)`) only where they can
+// lower N, the same decisions on the GPU and the host twin: `x_lower` = max_i ||a_i||_2 /
+// ||a_i||_inf + max_j ||b_j||_2 / ||b_j||_inf is a lower bound of X ((|A||B|)_ij <= ||a_i||_inf
+// ||b_j||_1 and <= ||a_i||_1 ||b_j||_inf), so the N it allows is the fewest the product could give.
+// paired: rows of op(A) and columns of op(B) taken in pairs, each pair's smaller magnitude (a
+// quarter of the product's work, a lower bound still, X about 2.25 times larger on uniform
+// magnitudes); asked for where kPairedSlack x_lower still allows that fewest N (f32's margin to
+// the next modulus is about 4x, f64's about 1.2x: f64 takes the whole product).
+constexpr double kPairedSlack = 6;
 template <class Product>
 Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,
                            int levels_above, int forced, double x_lower, Product&& product) {
@@ -209,7 +215,9 @@ Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, co
   const Spread none{INFINITY, 0};
   const int least = choose(acc, single, none, none, kk, 0, 0, {x_lower, 0}).N;
   if (least == 0 || (c.N > 0 && c.N <= least)) return c;
-  const Choice p = choose(acc, single, a, b, kk, levels_above, forced, product());
+  const bool paired = choose(acc, single, none, none, kk, 0, 0, {kPairedSlack * x_lower, 0}).N == least;
+  Choice p = choose(acc, single, a, b, kk, levels_above, forced, product(paired));
+  p.paired = paired && p.from_product;
   return p.N > 0 && (c.N == 0 || p.N < c.N) ? p : c;
 }
 
@@ -224,6 +232,7 @@ struct Tally {
   double target = 0;          // what c had to meet (0: none, accuracy max or forced moduli)
   const char* scaling = "";   // the scaling mode the rule chose
   long long product_calls = 0;  // products whose bound read the operands' |A||B|
+  long long paired_calls = 0;   // ... of them in pairs of rows and columns
   std::string last_fallback;  // why the last declined product was declined
 
   // One emulated product (or k-chunk) with the rule's choice.
@@ -233,6 +242,7 @@ struct Tally {
     max_bound = std::fmax(max_bound, c.bound);
     target = c.target, scaling = c.scaling;
     product_calls += c.from_product;
+    paired_calls += c.paired;
   }
   void declined(std::string why) {
     ++fallbacks;
@@ -253,7 +263,10 @@ struct Tally {
         t += b;
       }
       t += ", " + std::to_string(calls) + " products";
-      if (product_calls > 0) t += ", " + std::to_string(product_calls) + " bounded from their |A||B|";
+      if (product_calls > 0) {
+        t += ", " + std::to_string(product_calls) + " bounded from their |A||B|";
+        if (paired_calls > 0) t += " (" + std::to_string(paired_calls) + " in pairs of rows and columns)";
+      }
     }
     if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
     return t;

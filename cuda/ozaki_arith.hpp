@@ -54,6 +54,16 @@ DISTMM_HD int sym_residue(long long v) {
   return r >= (m + 1) / 2 ? r - m : r;
 }
 
+// The same for |v| < 2^31 (the scaled entries where T' + 1 < 2^31: N <= 7): one 32-bit
+// remainder instead of three, the same value.
+template <int m>
+DISTMM_HD int sym_residue32(int v) {
+  int r = v % m;  // in (-m, m)
+  if (r < -(m / 2)) r += m;
+  else if (r > (m - 1) / 2) r -= m;
+  return r;
+}
+
 // One modulus' exact int32 (or combined complex, int64) sum reduced to u = (c mod m) y mod m,
 // y = (M / m)^-1 mod m: the CRT term's coefficient, one byte.
 template <int m>
@@ -155,6 +165,17 @@ DISTMM_HD double crt_signed(U128 S, const Crt& c) {
   return ge(c.half, S) ? to_double(S) : -to_double(sub(c.M, S));
 }
 
+// The CRT in one 64-bit word where M < 2^63 (N <= 7; crt_fits_64): S + u M_l < 2M < 2^64, and
+// the same S as the 128-bit sum, so the same double.
+DISTMM_HD bool crt_fits_64(const Crt& c) { return c.M.hi == 0 && (c.M.lo >> 63) == 0; }
+DISTMM_HD void crt_add64(std::uint64_t& S, const Crt& c, int l, unsigned u) {
+  S += c.Ml[l].lo * u;
+  if (S >= c.M.lo) S -= c.M.lo;
+}
+DISTMM_HD double crt_signed64(std::uint64_t S, const Crt& c) {
+  return S <= c.half.lo ? double(S) : -double(c.M.lo - S);
+}
+
 // The scaling exponent of a row or column with computed 2-norm s 2^E: the largest e with
 // s 2^(E + e) <= bound (a zero row keeps 0). The GPU's exponents kernel and the host twin.
 DISTMM_HD int scale_exponent(double s, int E, double bound) {
@@ -182,6 +203,21 @@ DISTMM_HD ProductTerms product_terms(double sa, double la, double sb, double lb,
 }
 // The exponent that maps a row's entries below 2^7: floor(|x| 2^g) <= 127 for |x| < 2^(E + 1).
 DISTMM_HD int magnitude_exponent(double s, int E) { return s == 0 ? 0 : 6 - E; }
+// Rows (columns) taken in pairs for the bound's product share one exponent, the larger E of the
+// nonzero ones, so that the smaller of two floored magnitudes compares like with like (a row
+// whose largest entry rounds up to the next power of two would otherwise count half).
+DISTMM_HD int pair_exponent(double s0, int E0, double s1, int E1) {
+  return s0 == 0 ? E1 : s1 == 0 ? E0 : (E0 > E1 ? E0 : E1);
+}
+// A pair's norms in the shared scale: the larger of s_r 2^(E_r - E), exact (no underflow can
+// lower the larger one, whose E is the pair's).
+DISTMM_HD double pair_norm(double x0, int E0, double x1, int E1, int E) {
+#ifdef __CUDA_ARCH__
+  return fmax(ldexp(x0, E0 - E), ldexp(x1, E1 - E));
+#else
+  return std::fmax(std::ldexp(x0, E0 - E), std::ldexp(x1, E1 - E));
+#endif
+}
 
 // log2 M for N moduli.
 inline double log2_product(int N) {

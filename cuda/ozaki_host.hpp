@@ -139,20 +139,37 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
     for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? float(o.s / o.mx) : 0.f);
     return double(x);
   };
-  auto product = [&] {
+  // paired: rows 2q and 2q + 1 of op(A) (the last one alone where m is odd) as one, at the
+  // pair's shared exponent (pair_exponent), each h's smaller floored magnitude and the pair's
+  // larger norms in that scale; columns of op(B) alike.
+  auto product = [&](bool paired) {
     ProductStats ps{0, 0};
-    auto floor7 = [](double x, const Outer& o) {
-      return (long long)std::floor(std::ldexp(std::fabs(x), magnitude_exponent(o.s, o.E)));
+    auto floor7 = [](double x, const Outer& o0, const Outer& o1) {
+      const int E = pair_exponent(o0.s, o0.E, o1.s, o1.E);
+      return (long long)std::floor(std::ldexp(std::fabs(x), magnitude_exponent(o0.s + o1.s, E)));
     };
-    for (index_t j = 0; j < n; ++j)
-      for (index_t i = 0; i < m; ++i)
+    const index_t step = paired ? 2 : 1;
+    for (index_t j0 = 0; j0 < n; j0 += step)
+      for (index_t i0 = 0; i0 < m; i0 += step) {
+        const index_t i1 = std::min(i0 + step, m) - 1, j1 = std::min(j0 + step, n) - 1;
+        const Outer &a0 = sa[i0], &a1 = sa[i1], &b0 = sb[j0], &b1 = sb[j1];
+        auto mag_a = [&](index_t h, int p) {
+          return std::min(floor7(a_at(i0, h, p), a0, a1), floor7(a_at(i1, h, p), a0, a1));
+        };
+        auto mag_b = [&](index_t h, int p) {
+          return std::min(floor7(b_at(h, j0, p), b0, b1), floor7(b_at(h, j1, p), b0, b1));
+        };
+        const int Ea = pair_exponent(a0.s, a0.E, a1.s, a1.E), Eb = pair_exponent(b0.s, b0.E, b1.s, b1.E);
         for (int c = 0; c < parts; ++c) {  // the output's component
           long long S = 0;
           for (index_t h = 0; h < k; ++h)
-            for (int p = 0; p < parts; ++p) S += floor7(a_at(i, h, p), sa[i]) * floor7(b_at(h, j, p ^ c), sb[j]);
-          const ProductTerms t = product_terms(sa[i].s, sa[i].l1, sb[j].s, sb[j].l1, S, kk);
+            for (int p = 0; p < parts; ++p) S += mag_a(h, p) * mag_b(h, p ^ c);
+          const ProductTerms t = product_terms(
+              pair_norm(a0.s, a0.E, a1.s, a1.E, Ea), pair_norm(a0.l1, a0.E, a1.l1, a1.E, Ea),
+              pair_norm(b0.s, b0.E, b1.s, b1.E, Eb), pair_norm(b0.l1, b0.E, b1.l1, b1.E, Eb), S, kk);
           ps.X = std::fmax(ps.X, t.X), ps.Y = std::fmax(ps.Y, t.Y);
         }
+      }
     return res.product = ps;
   };
   res.choice = choose_with_product(acc, single, spa, spb, kk, levels_above, forced, x_lower(sa) + x_lower(sb), product);

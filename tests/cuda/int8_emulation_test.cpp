@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <complex>
 #include <random>
@@ -254,13 +255,19 @@ void gpu_matches_host_twin(index_t m, index_t n, index_t k) {
   const std::string d = e->describe();
   EXPECT_NE(d.find(" " + std::to_string(h.choice.N) + " moduli"), std::string::npos) << d;
   EXPECT_NE(d.find("bounded from their |A||B|"), std::string::npos) << d;
+  char bound[32];  // the same X and Y, so the same bound, as the report prints it
+  std::snprintf(bound, sizeof bound, "bound %.2e |A||B|", h.choice.bound);
+  EXPECT_NE(d.find(bound), std::string::npos) << d << " (host twin: " << bound << ")";
+  EXPECT_EQ(d.find("in pairs") != std::string::npos, h.choice.paired) << d;
   for (index_t t = 0; t < m * n; ++t) EXPECT_EQ(C[t], Ch[t]) << t;  // the same integers, the same rounding
 }
 TEST(Int8Emulation, ProductBoundMatchesTheHostTwin) {
   REQUIRE_GPU();
   gpu_matches_host_twin<float>(33, 17, 4096);
+  gpu_matches_host_twin<float>(64, 48, 16384);
   gpu_matches_host_twin<double>(20, 9, 3000);
   gpu_matches_host_twin<std::complex<float>>(12, 10, 2048);
+  gpu_matches_host_twin<std::complex<float>>(21, 7, 1500);
 }
 
 // A workspace cap (DISTMM_EMULATION_WORKSPACE) small enough for row blocks and column panels,

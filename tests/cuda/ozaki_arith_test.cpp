@@ -4,6 +4,7 @@
 // against exact 128-bit dot products, at the edge of the scaling bound, for every moduli count.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -44,17 +45,48 @@ void residues_of(const std::vector<long long>& values) {
     EXPECT_EQ(((i128(v) - r) % m + m) % m, 0) << "v " << v << " m " << m;
   }
 }
+// The 32-bit residue where the scaled entries fit in int32: the same value as the 64-bit one.
+template <int m>
+void residues32_of(const std::vector<long long>& values) {
+  for (long long v : values)
+    if (v > INT32_MIN && v <= INT32_MAX) EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
+}
 template <std::size_t... L>
 void residues_all(const std::vector<long long>& v, std::index_sequence<L...>) {
   (residues_of<modulus(int(L))>(v), ...);
+  (residues32_of<modulus(int(L))>(v), ...);
 }
 
 TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
   std::vector<long long> v{0, 1, -1, 127, 128, -128, -129, 255, 256, (1ll << 32) - 1, 1ll << 32,
-                           -(1ll << 32), (1ll << 62) - 1, -(1ll << 62) + 1};
+                           -(1ll << 32), (1ll << 62) - 1, -(1ll << 62) + 1, INT32_MAX, INT32_MIN + 1};
   std::mt19937_64 g(7);
   for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(g() >> 2) * (t % 2 ? 1 : -1));
+  for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(int(g() >> 33)) * (t % 2 ? 1 : -1));
+  for (int t = -600; t <= 600; ++t) v.push_back(t);
   residues_all(v, std::make_index_sequence<kMaxModuli>{});
+}
+
+// The 64-bit CRT (N <= 7) gives the 128-bit one's sums and doubles, for random residues.
+TEST(OzakiArith, SixtyFourBitCrtMatchesTheWideOne) {
+  std::mt19937_64 g(5);
+  for (int N = 2; N <= kMaxModuli; ++N) {
+    const Crt c = crt_constants(N);
+    EXPECT_EQ(crt_fits_64(c), N <= 7) << N;
+    if (!crt_fits_64(c)) continue;
+    for (int t = 0; t < 5000; ++t) {
+      U128 S;
+      std::uint64_t S64 = 0;
+      for (int l = 0; l < N; ++l) {
+        const unsigned u = t == 0 ? 0 : t == 1 ? unsigned(modulus(l) - 1) : unsigned(g() % modulus(l));
+        crt_add(S, c, l, u);
+        crt_add64(S64, c, l, u);
+      }
+      ASSERT_EQ(S.hi, 0u);
+      ASSERT_EQ(S.lo, S64);
+      ASSERT_EQ(crt_signed(S, c), crt_signed64(S64, c));
+    }
+  }
 }
 
 // The kernels' steps on the host: e from the norm (exponents()), x' = round(x 2^e)
