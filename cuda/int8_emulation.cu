@@ -276,14 +276,21 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
 // One modulus: the int32 product (rows x cols of the stacked operands, ld = ldc) reduced to
 // u = (C mod m) y mod m, one byte per entry of C (two planes for complex: Re = RR - II,
 // Im = RI + IR, combined before the reduction).
-template <int L, bool Complex>
+// V = 4: four consecutive i per thread (real products with m and ldc multiples of 4: one int4
+// load and one uchar4 store).
+template <int L, bool Complex, int V>
 __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, int y, uint8_t* R) {
   constexpr int mod = modulus(L);
-  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  const index_t i = V * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (i >= m) return;
   for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
-    if constexpr (!Complex) {
-      R[i + j * m] = uint8_t(ozaki::fold<mod>(C[i + j * ldc], y));
+    if constexpr (V == 4) {
+      const int4 c = *reinterpret_cast<const int4*>(C + i + j * ldc);
+      *reinterpret_cast<uchar4*>(R + i + j * m) =
+          make_uchar4(uint8_t(ozaki::fold32<mod>(c.x, y)), uint8_t(ozaki::fold32<mod>(c.y, y)),
+                      uint8_t(ozaki::fold32<mod>(c.z, y)), uint8_t(ozaki::fold32<mod>(c.w, y)));
+    } else if constexpr (!Complex) {
+      R[i + j * m] = uint8_t(ozaki::fold32<mod>(C[i + j * ldc], y));
     } else {
       const long long re = (long long)C[i + j * ldc] - C[(i + m) + (j + n) * ldc];
       const long long im = (long long)C[i + (j + n) * ldc] + C[(i + m) + j * ldc];
@@ -353,48 +360,65 @@ __global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
 // plane at + m n), scaled back and merged into C.
 // Narrow: M < 2^63 (N <= 7), the sums in one 64-bit word (ozaki::crt_add64), the same values.
-template <class R, bool Complex, bool Narrow>
+// V = 4: four consecutive i per thread (real products with m a multiple of 4: one 4-byte load
+// per modulus).
+template <class R, bool Complex, bool Narrow, int V>
 __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t plane,
                             ozaki::Crt crt, const int* ea, const int* eb, double2 alpha,
                             double2 beta, R* C, index_t ldc) {
-  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  const index_t i = V * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (i >= m) return;
-  const int ei = ea[i];
+  int ei[V];
+  for (int t = 0; t < V; ++t) ei[t] = ea[i + t];
   for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
-    double v[2] = {0, 0};
+    double v[2][V];
     for (int p = 0; p < (Complex ? 2 : 1); ++p) {
       const uint8_t* u = Rs + p * m * n + i + j * m;
-      double x;
+      auto bytes = [&](int l, unsigned (&b)[V]) {
+        if constexpr (V == 4) {
+          const uchar4 q = *reinterpret_cast<const uchar4*>(u + l * plane);
+          b[0] = q.x, b[1] = q.y, b[2] = q.z, b[3] = q.w;
+        } else {
+          b[0] = u[l * plane];
+        }
+      };
+      double x[V];
       if constexpr (Narrow) {
-        std::uint64_t S = 0;
+        std::uint64_t S[V] = {};
         for_moduli(crt.N, [&](auto lc) {
           constexpr int l = decltype(lc)::value;
-          ozaki::crt_add64(S, crt, l, u[l * plane]);
+          unsigned b[V];
+          bytes(l, b);
+          for (int t = 0; t < V; ++t) ozaki::crt_add64(S[t], crt, l, b[t]);
         });
-        x = ozaki::crt_signed64(S, crt);
+        for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed64(S[t], crt);
       } else {
-        ozaki::U128 S;
+        ozaki::U128 S[V];
         for_moduli(crt.N, [&](auto lc) {
           constexpr int l = decltype(lc)::value;
-          ozaki::crt_add(S, crt, l, u[l * plane]);
+          unsigned b[V];
+          bytes(l, b);
+          for (int t = 0; t < V; ++t) ozaki::crt_add(S[t], crt, l, b[t]);
         });
-        x = ozaki::crt_signed(S, crt);
+        for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(S[t], crt);
       }
-      v[p] = ldexp(x, -(ei + eb[j]));
+      for (int t = 0; t < V; ++t) v[p][t] = ldexp(x[t], -(ei[t] + eb[j]));
     }
-    if constexpr (!Complex) {
-      R& c = C[i + j * ldc];
-      double out = alpha.x * v[0];
-      if (beta.x != 0) out += beta.x * double(c);
-      c = R(out);
-    } else {
-      R* c = C + 2 * (i + j * ldc);
-      double re = alpha.x * v[0] - alpha.y * v[1], im = alpha.x * v[1] + alpha.y * v[0];
-      if (beta.x != 0 || beta.y != 0) {
-        const double cr = c[0], ci = c[1];
-        re += beta.x * cr - beta.y * ci, im += beta.x * ci + beta.y * cr;
+    for (int t = 0; t < V; ++t) {
+      if constexpr (!Complex) {
+        R& c = C[i + t + j * ldc];
+        double out = alpha.x * v[0][t];
+        if (beta.x != 0) out += beta.x * double(c);
+        c = R(out);
+      } else {
+        R* c = C + 2 * (i + t + j * ldc);
+        double re = alpha.x * v[0][t] - alpha.y * v[1][t], im = alpha.x * v[1][t] + alpha.y * v[0][t];
+        if (beta.x != 0 || beta.y != 0) {
+          const double cr = c[0], ci = c[1];
+          re += beta.x * cr - beta.y * ci, im += beta.x * ci + beta.y * cr;
+        }
+        c[0] = R(re), c[1] = R(im);
       }
-      c[0] = R(re), c[1] = R(im);
     }
   }
 }
@@ -404,9 +428,11 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
                  uint8_t* R, cudaStream_t s) {
   if constexpr (L < kMax) {
     if (l != L) return launch_fold<L + 1>(l, complex, m, n, C, ldc, y, R, s);
-    const dim3 grid(unsigned((m + 255) / 256), unsigned(std::min<index_t>(n, 65535)));
-    if (complex) fold_residue<L, true><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
-    else fold_residue<L, false><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
+    const bool vec = !complex && m % 4 == 0 && ldc % 4 == 0;
+    const dim3 grid(unsigned(((vec ? m / 4 : m) + 255) / 256), unsigned(std::min<index_t>(n, 65535)));
+    if (complex) fold_residue<L, true, 1><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
+    else if (vec) fold_residue<L, false, 4><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
+    else fold_residue<L, false, 1><<<grid, 256, 0, s>>>(m, n, C, ldc, y, R);
   }
 }
 
@@ -884,12 +910,23 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       if (overlap)  // the reconstruction reads every fold's bytes
         for (int slot = 0; slot < std::min(N, 2); ++slot)
           cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
-      const dim3 grid(unsigned((rows + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
       R* Cij = reinterpret_cast<R*>(C + i0 + j0 * ldc);
-      if (ozaki::crt_fits_64(crt))
-        crt_combine<R, cplx, true><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
-      else
-        crt_combine<R, cplx, false><<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+      auto crt_pass = [&](auto narrow, auto vec) {
+        constexpr int V = decltype(vec)::value;
+        const dim3 grid(unsigned((rows / V + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+        crt_combine<R, cplx, decltype(narrow)::value, V>
+            <<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+      };
+      using four = std::integral_constant<int, 4>;
+      using one = std::integral_constant<int, 1>;
+      const bool vec = !cplx && rows % 4 == 0;
+      if (ozaki::crt_fits_64(crt)) {
+        if (vec) crt_pass(std::true_type{}, four{});
+        else crt_pass(std::true_type{}, one{});
+      } else {
+        if (vec) crt_pass(std::false_type{}, four{});
+        else crt_pass(std::false_type{}, one{});
+      }
       cuda_check(cudaGetLastError(), "crt kernel");
       clock.mark("crt", s);
     }

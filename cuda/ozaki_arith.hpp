@@ -73,6 +73,14 @@ DISTMM_HD unsigned fold(long long c, int y) {
   return unsigned((r * y) % m);
 }
 
+// The same for an int32 sum (real products), in 32-bit arithmetic.
+template <int m>
+DISTMM_HD unsigned fold32(int c, int y) {
+  int r = c % m;
+  if (r < 0) r += m;
+  return unsigned((r * y) % m);
+}
+
 // 128-bit unsigned integers as two words (the device has no native 128-bit multiply).
 struct U128 {
   std::uint64_t lo = 0, hi = 0;

@@ -45,11 +45,15 @@ void residues_of(const std::vector<long long>& values) {
     EXPECT_EQ(((i128(v) - r) % m + m) % m, 0) << "v " << v << " m " << m;
   }
 }
-// The 32-bit residue where the scaled entries fit in int32: the same value as the 64-bit one.
+// The 32-bit residue where the scaled entries fit in int32, and the 32-bit fold of a real
+// product's int32 sum: the same values as the 64-bit ones.
 template <int m>
 void residues32_of(const std::vector<long long>& values) {
   for (long long v : values)
-    if (v > INT32_MIN && v <= INT32_MAX) EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
+    if (v > INT32_MIN && v <= INT32_MAX) {
+      EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
+      for (int y : {1, 2, m / 2 + 1, m - 1}) EXPECT_EQ(fold32<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
+    }
 }
 template <std::size_t... L>
 void residues_all(const std::vector<long long>& v, std::index_sequence<L...>) {
