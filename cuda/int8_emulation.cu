@@ -58,10 +58,18 @@ __device__ __forceinline__ void for_moduli(int N, F&& f) {
   }
 }
 
-// Narrow: |v| < 2^31 (ozaki::sym_residue32, one 32-bit remainder), the same residue.
-template <int L, bool Narrow = false>
+// How the scaled entries' residues are taken, by their largest magnitude (T' + 1/2): below
+// 2^31 in 32-bit integers (ozaki::sym_residue32), below 2^56 in double precision
+// (ozaki::sym_residue_fp: v came from rounding a double, so it is one exactly), else from 64-bit
+// integers; the same residue each way.
+enum class Width { int32, fp64, int64 };
+Width width_for(double largest) {
+  return largest < 0x1p31 ? Width::int32 : largest < 0x1p56 ? Width::fp64 : Width::int64;
+}
+template <int L, Width W = Width::int64>
 __device__ __forceinline__ int sym_residue(long long v) {
-  if constexpr (Narrow) return ozaki::sym_residue32<modulus(L)>(int(v));
+  if constexpr (W == Width::int32) return ozaki::sym_residue32<modulus(L)>(int(v));
+  else if constexpr (W == Width::fp64) return ozaki::sym_residue_fp<modulus(L)>(double(v));
   else return ozaki::sym_residue<modulus(L)>(v);
 }
 
@@ -216,8 +224,8 @@ __device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj)
 }
 
 // k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
-// slice; h in [K, Kp) is written as zeros. Narrow: every scaled entry below 2^31 in magnitude.
-template <class T, bool Magnitude, bool Narrow>
+// slice; h in [K, Kp) is written as zeros. W: how the residues are taken (width_for).
+template <class T, bool Magnitude, Width W>
 __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, bool conj,
                                   const int* e, SliceOut out) {
   const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
@@ -231,8 +239,8 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
-        char4 q{char(sym_residue<L, Narrow>(v[0])), char(sym_residue<L, Narrow>(v[1])),
-                char(sym_residue<L, Narrow>(v[2])), char(sym_residue<L, Narrow>(v[3]))};
+        char4 q{char(sym_residue<L, W>(v[0])), char(sym_residue<L, W>(v[1])), char(sym_residue<L, W>(v[2])),
+                char(sym_residue<L, W>(v[3]))};
         *reinterpret_cast<char4*>(out.dst + L * out.stride + h0 + col * out.Kp) = q;
       });
     }
@@ -240,7 +248,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
 }
 
 // Outer-contiguous operands: a 32 x 32 tile read along o (coalesced), written along h.
-template <class T, bool Magnitude, bool Narrow>
+template <class T, bool Magnitude, Width W>
 __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O, const T* X, index_t ld,
                                                            bool conj, const int* e, SliceOut out) {
   __shared__ long long tile[2][32][33];
@@ -267,7 +275,7 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
-        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L, Narrow>(v));
+        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L, W>(v));
       });
     }
   }
@@ -359,10 +367,12 @@ __global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t
 
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
 // plane at + m n), scaled back and merged into C.
-// Narrow: M < 2^63 (N <= 7), the sums in one 64-bit word (ozaki::crt_add64), the same values.
-// V = 4: four consecutive i per thread (real products with m a multiple of 4: one 4-byte load
-// per modulus).
-template <class R, bool Complex, bool Narrow, int V>
+// Form: how the sums are kept, the same values each way: one 64-bit word where M < 2^63 (N <= 7,
+// ozaki::crt_add64); two 64-bit words joined by Garner's step for 8 <= N <= 14 (ozaki::crt_join);
+// else 128-bit integers. V = 4: four consecutive i per thread (real products with m a multiple
+// of 4: one 4-byte load per modulus).
+enum class CrtForm { one_word, split, wide };
+template <class R, bool Complex, CrtForm Form, int V>
 __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t plane,
                             ozaki::Crt crt, const int* ea, const int* eb, double2 alpha,
                             double2 beta, R* C, index_t ldc) {
@@ -383,7 +393,7 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
         }
       };
       double x[V];
-      if constexpr (Narrow) {
+      if constexpr (Form == CrtForm::one_word) {
         std::uint64_t S[V] = {};
         for_moduli(crt.N, [&](auto lc) {
           constexpr int l = decltype(lc)::value;
@@ -392,6 +402,17 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
           for (int t = 0; t < V; ++t) ozaki::crt_add64(S[t], crt, l, b[t]);
         });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed64(S[t], crt);
+      } else if constexpr (Form == CrtForm::split) {
+        std::uint64_t x1[V] = {}, x2[V] = {};
+        for_moduli(crt.N, [&](auto lc) {
+          constexpr int l = decltype(lc)::value;
+          unsigned b[V];
+          bytes(l, b);
+          for (int t = 0; t < V; ++t)
+            if constexpr (l < ozaki::kSplitAt) ozaki::crt_add_group(x1[t], crt.G[l], b[t], crt.M1);
+            else ozaki::crt_add_group(x2[t], crt.G[l], b[t], crt.M2);
+        });
+        for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(ozaki::crt_join(x1[t], x2[t], crt), crt);
       } else {
         ozaki::U128 S[V];
         for_moduli(crt.N, [&](auto lc) {
@@ -748,18 +769,22 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * zz.Kp, 0,
                                    std::size_t(Op - parts * O) * zz.Kp, s), "memset");
     // (the scaled entries' magnitudes stay below T' + 1/2; the magnitudes' below 2^7)
-    const bool narrow = magnitude || scale_bound(NN, kk) + 1 < 0x1p31;
-    if (kcontig) {
-      const dim3 grid(unsigned((zz.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
-      if (magnitude) to_slices_kcontig<T, true, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
-      else if (narrow) to_slices_kcontig<T, false, true><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
-      else to_slices_kcontig<T, false, false><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
-    } else {
-      const dim3 grid(unsigned(zz.Kp / 32 + (zz.Kp % 32 != 0)), unsigned((O + 31) / 32));
-      if (magnitude) to_slices_transpose<T, true, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
-      else if (narrow) to_slices_transpose<T, false, true><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
-      else to_slices_transpose<T, false, false><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
-    }
+    auto launch = [&](auto mag, auto w) {
+      constexpr bool M = decltype(mag)::value;
+      constexpr Width W = decltype(w)::value;
+      if (kcontig) {
+        const dim3 grid(unsigned((zz.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
+        to_slices_kcontig<T, M, W><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
+      } else {
+        const dim3 grid(unsigned(zz.Kp / 32 + (zz.Kp % 32 != 0)), unsigned((O + 31) / 32));
+        to_slices_transpose<T, M, W><<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out);
+      }
+    };
+    using int32 = std::integral_constant<Width, Width::int32>;
+    if (magnitude) launch(std::true_type{}, int32{});
+    else if (const Width w = width_for(scale_bound(NN, kk) + 0.5); w == Width::int32) launch(std::false_type{}, int32{});
+    else if (w == Width::fp64) launch(std::false_type{}, std::integral_constant<Width, Width::fp64>{});
+    else launch(std::false_type{}, std::integral_constant<Width, Width::int64>{});
     cuda_check(cudaGetLastError(), "slice kernel");
   };
   // The INT8 products' plans (full and last row blocks and panels), made before anything is
@@ -902,7 +927,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
           cuda_check(cudaEventRecord(im.product_done[slot].get(), s), "event");
           cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
         }
-        launch_fold(l, cplx, rows, w, product, OpA, crt.y[l], residues + l * plane, fs);
+        launch_fold(l, cplx, rows, w, product, OpA, ozaki::fold_coefficient(crt, l), residues + l * plane, fs);
         cuda_check(cudaGetLastError(), "fold kernel");
         if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
         clock.mark("fold", s);
@@ -911,22 +936,19 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         for (int slot = 0; slot < std::min(N, 2); ++slot)
           cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
       R* Cij = reinterpret_cast<R*>(C + i0 + j0 * ldc);
-      auto crt_pass = [&](auto narrow, auto vec) {
-        constexpr int V = decltype(vec)::value;
-        const dim3 grid(unsigned((rows / V + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
-        crt_combine<R, cplx, decltype(narrow)::value, V>
-            <<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+      auto crt_pass = [&](auto form) {
+        auto run = [&](auto vec) {
+          constexpr int V = decltype(vec)::value;
+          const dim3 grid(unsigned((rows / V + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+          crt_combine<R, cplx, decltype(form)::value, V>
+              <<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+        };
+        if (!cplx && rows % 4 == 0) run(std::integral_constant<int, 4>{});
+        else run(std::integral_constant<int, 1>{});
       };
-      using four = std::integral_constant<int, 4>;
-      using one = std::integral_constant<int, 1>;
-      const bool vec = !cplx && rows % 4 == 0;
-      if (ozaki::crt_fits_64(crt)) {
-        if (vec) crt_pass(std::true_type{}, four{});
-        else crt_pass(std::true_type{}, one{});
-      } else {
-        if (vec) crt_pass(std::false_type{}, four{});
-        else crt_pass(std::false_type{}, one{});
-      }
+      if (ozaki::crt_fits_64(crt)) crt_pass(std::integral_constant<CrtForm, CrtForm::one_word>{});
+      else if (ozaki::crt_splits(crt)) crt_pass(std::integral_constant<CrtForm, CrtForm::split>{});
+      else crt_pass(std::integral_constant<CrtForm, CrtForm::wide>{});
       cuda_check(cudaGetLastError(), "crt kernel");
       clock.mark("crt", s);
     }

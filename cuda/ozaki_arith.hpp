@@ -64,6 +64,26 @@ DISTMM_HD int sym_residue32(int v) {
   return r;
 }
 
+// The same for an integer-valued double below 2^56 in magnitude (an f64 entry scaled and
+// rounded keeps at most 53 significant bits, so it is exact as a double; N <= 14 moduli keep
+// entries below 2^56): q = v / m rounded (within 1/2 + 2^-5 of v / m), r = v - q m exact by one
+// fma, one step into the symmetric range. Five floating-point operations instead of three
+// 32-bit remainders and their combination.
+template <int m>
+DISTMM_HD int sym_residue_fp(double v) {
+  constexpr double inv = 1.0 / m;
+#ifdef __CUDA_ARCH__
+  const double q = rint(v * inv);
+  int r = int(fma(-q, double(m), v));
+#else
+  const double q = std::rint(v * inv);
+  int r = int(std::fma(-q, double(m), v));
+#endif
+  if (r > (m - 1) / 2) r -= m;
+  else if (r < -(m / 2)) r += m;
+  return r;
+}
+
 // One modulus' exact int32 (or combined complex, int64) sum reduced to u = (c mod m) y mod m,
 // y = (M / m)^-1 mod m: the CRT term's coefficient, one byte.
 template <int m>
@@ -133,12 +153,23 @@ DISTMM_HD double to_double(U128 x) {
 }
 
 // M = m_0 ... m_{N-1}, M_l = M / m_l, y_l = M_l^-1 mod m_l: everything the reconstruction needs.
+// The split form (8 <= N <= 14, crt_splits): moduli 0-6 and 7..N-1 summed apart in 64 bits,
+// modulo M1 and M2 (both below 2^56), then joined by Garner's step (crt_join).
+constexpr int kSplitAt = 7, kSplitMax = 14;
 struct Crt {
   U128 Ml[kMaxModuli];
   U128 M, half;  // M and floor(M / 2)
   int y[kMaxModuli];
   int N = 0;
+  // split form: G_l = M1 / m_l (l < 7) or M2 / m_l, ys_l = G_l^-1 mod m_l, inv = M1^-1 mod M2
+  std::uint64_t G[kMaxModuli] = {}, M1 = 0, M2 = 0, inv = 0;
+  double M2_recip = 0;  // 1 / M2 rounded: quotient estimates without a division
+  int ys[kMaxModuli] = {};
 };
+
+DISTMM_HD bool crt_splits(const Crt& c) { return c.N > kSplitAt && c.N <= kSplitMax; }
+// The coefficient each modulus' fold multiplies by: y_l, or ys_l in the split form.
+DISTMM_HD int fold_coefficient(const Crt& c, int l) { return crt_splits(c) ? c.ys[l] : c.y[l]; }
 
 // Host only: the constants for N moduli (2 <= N <= kMaxModuli).
 inline Crt crt_constants(int N) {
@@ -161,6 +192,27 @@ inline Crt crt_constants(int N) {
     for (int y = 1; y < m; ++y)
       if ((r * y) % m == 1) c.y[l] = y;
   }
+  if (crt_splits(c)) {
+    u128 M1 = 1, M2 = 1;
+    for (int l = 0; l < N; ++l) (l < kSplitAt ? M1 : M2) *= u128(modulus(l));
+    c.M1 = std::uint64_t(M1), c.M2 = std::uint64_t(M2), c.M2_recip = 1.0 / double(c.M2);
+    for (int l = 0; l < N; ++l) {
+      const int m = modulus(l);
+      const u128 G = (l < kSplitAt ? M1 : M2) / u128(m);
+      c.G[l] = std::uint64_t(G);
+      const int r = int(G % u128(m));
+      for (int y = 1; y < m; ++y)
+        if ((r * y) % m == 1) c.ys[l] = y;
+    }
+    // M1^-1 mod M2 by the extended Euclidean algorithm
+    __extension__ typedef __int128 i128;
+    i128 a = i128(M1 % M2), b = i128(M2), x0 = 1, x1 = 0;
+    while (b != 0) {
+      const i128 q = a / b, t = a - q * b, tx = x0 - q * x1;
+      a = b, b = t, x0 = x1, x1 = tx;
+    }
+    c.inv = std::uint64_t(((x0 % i128(M2)) + i128(M2)) % i128(M2));
+  }
   return c;
 }
 
@@ -171,6 +223,47 @@ DISTMM_HD void crt_add(U128& S, const Crt& c, int l, unsigned u) {
 }
 DISTMM_HD double crt_signed(U128 S, const Crt& c) {
   return ge(c.half, S) ? to_double(S) : -to_double(sub(c.M, S));
+}
+
+// The split form's pieces: a group's sum (u G_l < M_g < 2^56), r mod M2 for 0 <= r < 2^62 and
+// (a b) mod M2 for a, b < M2 < 2^56, each from a double estimate q of the quotient (by the
+// rounded reciprocal: within a few units) corrected by whole M2 (the low 64 bits of a b - q M2
+// are the exact difference, small), and the join x = x1 + M1 ((x2 - x1) M1^-1 mod M2), in
+// [0, M): the same x as the 128-bit sum.
+DISTMM_HD void crt_add_group(std::uint64_t& x, std::uint64_t G, unsigned u, std::uint64_t M) {
+  x += G * u;
+  if (x >= M) x -= M;
+}
+DISTMM_HD std::uint64_t correct_mod(std::int64_t r, std::uint64_t M) {
+  const std::int64_t m = std::int64_t(M);
+  while (r < 0) r += m;
+  while (r >= m) r -= m;
+  return std::uint64_t(r);
+}
+DISTMM_HD std::uint64_t reduce_mod2(std::uint64_t r, const Crt& c) {
+#ifdef __CUDA_ARCH__
+  const double q = floor(double(r) * c.M2_recip);
+#else
+  const double q = std::floor(double(r) * c.M2_recip);
+#endif
+  return correct_mod(std::int64_t(r - std::uint64_t(q) * c.M2), c.M2);
+}
+DISTMM_HD std::uint64_t mul_mod2(std::uint64_t a, std::uint64_t b, const Crt& c) {
+#ifdef __CUDA_ARCH__
+  const double q = floor(double(a) * double(b) * c.M2_recip);
+#else
+  const double q = std::floor(double(a) * double(b) * c.M2_recip);
+#endif
+  return correct_mod(std::int64_t(a * b - std::uint64_t(q) * c.M2), c.M2);
+}
+DISTMM_HD U128 crt_join(std::uint64_t x1, std::uint64_t x2, const Crt& c) {
+  const std::uint64_t x1m = reduce_mod2(x1, c);
+  const std::uint64_t d = x2 >= x1m ? x2 - x1m : x2 + c.M2 - x1m;
+  const std::uint64_t t = mul_mod2(d, c.inv, c);
+  U128 x;
+  x.lo = c.M1 * t;
+  x.hi = mul_hi(c.M1, t);
+  return add(x, U128{x1, 0});
 }
 
 // The CRT in one 64-bit word where M < 2^63 (N <= 7; crt_fits_64): S + u M_l < 2M < 2^64, and

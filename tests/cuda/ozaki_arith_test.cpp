@@ -55,10 +55,21 @@ void residues32_of(const std::vector<long long>& values) {
       for (int y : {1, 2, m / 2 + 1, m - 1}) EXPECT_EQ(fold32<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
     }
 }
+// The double-precision residue of an integer-valued double (an entry scaled and rounded): the
+// same value as the 64-bit one.
+template <int m>
+void residues_fp_of(const std::vector<long long>& values) {
+  for (long long v : values) {
+    const double d = double(v);
+    if (std::fabs(d) >= 0x1p56 || (long long)d != v) continue;  // (outside its range)
+    EXPECT_EQ(sym_residue_fp<m>(d), sym_residue<m>(v)) << "v " << v << " m " << m;
+  }
+}
 template <std::size_t... L>
 void residues_all(const std::vector<long long>& v, std::index_sequence<L...>) {
   (residues_of<modulus(int(L))>(v), ...);
   (residues32_of<modulus(int(L))>(v), ...);
+  (residues_fp_of<modulus(int(L))>(v), ...);
 }
 
 TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
@@ -68,6 +79,16 @@ TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
   for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(g() >> 2) * (t % 2 ? 1 : -1));
   for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(int(g() >> 33)) * (t % 2 ? 1 : -1));
   for (int t = -600; t <= 600; ++t) v.push_back(t);
+  // integers with at most 53 significant bits up to 2^56 (f64 entries scaled for 14 moduli),
+  // among them the halfway points v = (q + 1/2) m where v / m rounds either way
+  std::uniform_real_distribution<double> U(-1, 1);
+  for (int t = 0; t < 4000; ++t) v.push_back((long long)std::rint(std::ldexp(U(g), int(g() % 57))));
+  for (int e = 40; e < 56; ++e)
+    for (long long m : {193ll, 197ll, 255ll, 256ll})
+      for (long long d : {-1ll, 0ll, 1ll}) {
+        const long long base = ((1ll << e) / m) * m + m / 2 + d;
+        v.push_back(base), v.push_back(-base);
+      }
   residues_all(v, std::make_index_sequence<kMaxModuli>{});
 }
 
@@ -91,6 +112,38 @@ TEST(OzakiArith, SixtyFourBitCrtMatchesTheWideOne) {
       ASSERT_EQ(crt_signed(S, c), crt_signed64(S64, c));
     }
   }
+}
+
+// The split form (8 <= N <= 14): the same x from the same int32 sums, each folded with its own
+// coefficient (fold_coefficient), as the 128-bit sum, at random sums and at the extremes.
+template <std::size_t... L>
+void split_matches_wide(int N, std::mt19937_64& g, std::index_sequence<L...>) {
+  const Crt c = crt_constants(N);
+  ASSERT_TRUE(crt_splits(c)) << N;
+  EXPECT_LT(c.M1, 1ull << 56);
+  EXPECT_LT(c.M2, 1ull << 56);
+  EXPECT_EQ(c.M1 % c.M2 * (unsigned __int128)c.inv % c.M2, 1u % c.M2) << N;
+  for (int t = 0; t < 20000; ++t) {
+    U128 S;
+    std::uint64_t x1 = 0, x2 = 0;
+    auto one = [&](auto lc) {
+      constexpr int l = decltype(lc)::value;
+      constexpr int m = modulus(l);
+      if (l >= N) return;
+      const int sum = t == 0 ? 0 : t == 1 ? m - 1 : t == 2 ? -1 : int(g() >> 33) * (t % 2 ? 1 : -1);
+      crt_add(S, c, l, fold<m>(sum, c.y[l]));
+      crt_add_group(l < kSplitAt ? x1 : x2, c.G[l], fold32<m>(sum, fold_coefficient(c, l)), l < kSplitAt ? c.M1 : c.M2);
+    };
+    (one(std::integral_constant<int, int(L)>{}), ...);
+    const U128 x = crt_join(x1, x2, c);
+    ASSERT_EQ(x.lo, S.lo) << "N " << N << " t " << t;
+    ASSERT_EQ(x.hi, S.hi) << "N " << N << " t " << t;
+  }
+}
+TEST(OzakiArith, SplitCrtMatchesTheWideOne) {
+  std::mt19937_64 g(6);
+  for (int N = 2; N <= kMaxModuli; ++N) EXPECT_EQ(crt_splits(crt_constants(N)), N >= 8 && N <= 14) << N;
+  for (int N = 8; N <= 14; ++N) split_matches_wide(N, g, std::make_index_sequence<kMaxModuli>{});
 }
 
 // The kernels' steps on the host: e from the norm (exponents()), x' = round(x 2^e)
