@@ -1,20 +1,25 @@
 // Ozaki scheme II on INT8 tensor cores (see int8_emulation.hpp for the method and the accuracy
 // rule). One product takes these passes, all on the caller's stream:
 //   1. outer_stats: per row of op(A) and column of op(B), the largest magnitude, the 2-norm
-//      (scaled by a power of two, so f64 cannot overflow), the mean binary exponent of the
-//      nonzero entries and a NaN/Inf flag; the largest "deficit" (log2 norm - mean exponent)
-//      over all of them goes to the host, which picks the moduli count N;
-//      where the spread's bound leaves room, the |A||B|-aware bound (ozaki_accuracy.hpp) reads
-//      one more INT8 product: the magnitudes floored to 7 bits (to_slices<Magnitude>), their
-//      exact product, and product_ratios' largest X and Y;
+//      (scaled by a power of two, so f64 cannot overflow; single precision in one pass), the
+//      mean binary exponent of the nonzero entries and a NaN/Inf flag; the largest "deficit"
+//      (log2 norm - mean exponent) over all of them goes to the host, which picks the moduli
+//      count N; where the spread's bound leaves room, the |A||B|-aware bound
+//      (ozaki_accuracy.hpp) reads one more INT8 product: the magnitudes floored to 7 bits
+//      (to_slices<Magnitude>), in pairs of rows and columns where f32's margin allows
+//      (pair_outer: a quarter of the product), their exact product, and product_ratios'
+//      largest X and Y;
 //   2. exponents: e_i, f_j, the largest shifts with 2^e ||a_i|| + sqrt(k) / 2 <= T;
-//   3. to_slices: the scaled, rounded integers reduced to the N symmetric int8 residues, written
+//   3. to_slices: the scaled, rounded integers reduced to the N symmetric int8 residues (in
+//      32-bit integers, double precision or 64-bit integers by their size: Width), written
 //      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
 //      the operand is stored the other way;
 //   4. per modulus: one cuBLASLt INT8 GEMM (int32 sums, exact), then fold_residue reduces the
 //      int32 result to (C mod m_l) * y_l mod m_l in one byte;
-//   5. crt_combine: the N bytes of each entry give A'B' by the CRT in 128-bit integers, scaled
+//   5. crt_combine: the N bytes of each entry give A'B' by the CRT (in one 64-bit word for
+//      N <= 7, two joined by Garner's step for N <= 14, else 128-bit integers: CrtForm), scaled
 //      back by 2^-(e_i + f_j), C = alpha AB + beta C (C is not read when beta = 0).
+// Every way of computing a step gives the same integers, so the same result bit for bit.
 // Row blocks and column panels of C bound the workspace when the whole product does not fit
 // (DISTMM_EMULATION_WORKSPACE caps it).
 #include "int8_emulation.hpp"

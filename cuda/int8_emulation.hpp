@@ -7,7 +7,8 @@
 // every entry of A'B' lies inside (-M/2, M/2), M = m_1 ... m_N for N pairwise coprime moduli
 // m_l <= 256. The product is then exact in modular arithmetic: one INT8 GEMM per modulus (the
 // symmetric residues of A' and B' fit in int8, the int32 sums are exact for k < 2^17), and the
-// Chinese remainder theorem gives A'B' back (128-bit integers), scaled by 2^-(e_i + f_j).
+// Chinese remainder theorem gives A'B' back (exactly, in 64- or 128-bit integers), scaled by
+// 2^-(e_i + f_j).
 // The only roundings are that of A and B to A', B' and the final conversion, so the error
 // shrinks with the bits each operand keeps: N is the fewest moduli whose rigorous entrywise
 // bound |C - AB| <= c |A||B| meets the accuracy target (ozaki_accuracy.hpp, docs/accuracy.md):

@@ -1,6 +1,8 @@
 // The integer arithmetic of Ozaki scheme II (int8_emulation.hpp), shared by the CUDA kernels and
 // the host (plain C++, so that tests check it without a GPU): the moduli, symmetric residues,
-// the per-modulus fold and the Chinese-remainder reconstruction in 128-bit integers.
+// the per-modulus fold and the Chinese-remainder reconstruction in 128-bit integers, and the
+// narrower forms the GPU takes where the numbers allow (32-bit and double-precision residues,
+// the CRT in one or two 64-bit words), each giving the same values.
 #pragma once
 #include <cmath>
 #include <cstdint>
