@@ -397,35 +397,30 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
           b[0] = u[l * plane];
         }
       };
+      // f(l, t, u) for every modulus l (a compile-time constant) and entry t: u its byte
+      auto each = [&](auto&& f) {
+        for_moduli(crt.N, [&](auto lc) {
+          unsigned b[V];
+          bytes(decltype(lc)::value, b);
+          for (int t = 0; t < V; ++t) f(lc, t, b[t]);
+        });
+      };
       double x[V];
       if constexpr (Form == CrtForm::one_word) {
         std::uint64_t S[V] = {};
-        for_moduli(crt.N, [&](auto lc) {
-          constexpr int l = decltype(lc)::value;
-          unsigned b[V];
-          bytes(l, b);
-          for (int t = 0; t < V; ++t) ozaki::crt_add64(S[t], crt, l, b[t]);
-        });
+        each([&](auto lc, int t, unsigned b) { ozaki::crt_add64(S[t], crt, decltype(lc)::value, b); });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed64(S[t], crt);
       } else if constexpr (Form == CrtForm::split) {
         std::uint64_t x1[V] = {}, x2[V] = {};
-        for_moduli(crt.N, [&](auto lc) {
+        each([&](auto lc, int t, unsigned b) {
           constexpr int l = decltype(lc)::value;
-          unsigned b[V];
-          bytes(l, b);
-          for (int t = 0; t < V; ++t)
-            if constexpr (l < ozaki::kSplitAt) ozaki::crt_add_group(x1[t], crt.G[l], b[t], crt.M1);
-            else ozaki::crt_add_group(x2[t], crt.G[l], b[t], crt.M2);
+          if constexpr (l < ozaki::kSplitAt) ozaki::crt_add_group(x1[t], crt.G[l], b, crt.M1);
+          else ozaki::crt_add_group(x2[t], crt.G[l], b, crt.M2);
         });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(ozaki::crt_join(x1[t], x2[t], crt), crt);
       } else {
         ozaki::U128 S[V];
-        for_moduli(crt.N, [&](auto lc) {
-          constexpr int l = decltype(lc)::value;
-          unsigned b[V];
-          bytes(l, b);
-          for (int t = 0; t < V; ++t) ozaki::crt_add(S[t], crt, l, b[t]);
-        });
+        each([&](auto lc, int t, unsigned b) { ozaki::crt_add(S[t], crt, decltype(lc)::value, b); });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(S[t], crt);
       }
       for (int t = 0; t < V; ++t) v[p][t] = ldexp(x[t], -(ei[t] + eb[j]));

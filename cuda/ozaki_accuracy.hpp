@@ -204,8 +204,10 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
 // ||b_j||_1 and <= ||a_i||_1 ||b_j||_inf), so the N it allows is the fewest the product could give.
 // paired: rows of op(A) and columns of op(B) taken in pairs, each pair's smaller magnitude (a
 // quarter of the product's work, a lower bound still, X about 2.25 times larger on uniform
-// magnitudes); asked for where kPairedSlack x_lower still allows that fewest N (f32's margin to
-// the next modulus is about 4x, f64's about 1.2x: f64 takes the whole product).
+// magnitudes); asked for first where kPairedSlack x_lower still allows that fewest N (f32's
+// margin to the next modulus is about 4x, f64's about 1.2x: f64 takes the whole product). Where
+// the pairs fall short of that N (rows of a pair with very different norms, short k), the whole
+// product follows: it costs one product and may save several moduli.
 constexpr double kPairedSlack = 6;
 template <class Product>
 Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,
@@ -215,10 +217,15 @@ Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, co
   const Spread none{INFINITY, 0};
   const int least = choose(acc, single, none, none, kk, 0, 0, {x_lower, 0}).N;
   if (least == 0 || (c.N > 0 && c.N <= least)) return c;
-  const bool paired = choose(acc, single, none, none, kk, 0, 0, {kPairedSlack * x_lower, 0}).N == least;
-  Choice p = choose(acc, single, a, b, kk, levels_above, forced, product(paired));
-  p.paired = paired && p.from_product;
-  return p.N > 0 && (c.N == 0 || p.N < c.N) ? p : c;
+  if (choose(acc, single, none, none, kk, 0, 0, {kPairedSlack * x_lower, 0}).N == least) {
+    Choice p = choose(acc, single, a, b, kk, levels_above, forced, product(true));
+    p.paired = p.from_product;
+    if (p.N > 0 && (c.N == 0 || p.N < c.N)) c = p;
+    if (c.N > 0 && c.N <= least) return c;
+  }
+  // (a tie with the pairs goes to the whole product: its statistics are the last computed)
+  const Choice w = choose(acc, single, a, b, kk, levels_above, forced, product(false));
+  return w.N > 0 && (c.N == 0 || w.N < c.N || (w.N == c.N && c.paired)) ? w : c;
 }
 
 // What an emulation's calls so far did, for describe() and the report (the GPU's and the host

@@ -88,6 +88,10 @@ void check_rule(index_t m, index_t n, index_t k, unsigned seed) {
 TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetF32) {
   for (index_t k : {1, 7, 64, 200}) check_rule<float>(24, 20, k, 1);
   check_rule<float>(64, 64, 64, 2);
+  // one row or column, and odd counts: a row or column without a partner in the bound's pairs
+  check_rule<float>(1, 5, 333, 8);
+  check_rule<float>(9, 1, 1024, 9);
+  check_rule<float>(13, 11, 2048, 10);
 }
 TEST(OzakiAccuracy, BoundHoldsAndMeetsTheTargetF64) {
   for (index_t k : {1, 7, 64, 200}) check_rule<double>(24, 20, k, 3);
