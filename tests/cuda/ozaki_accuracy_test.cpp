@@ -134,6 +134,26 @@ TEST(OzakiAccuracy, ProductBoundNeedsFewerModuliOnUniformInputs) {
   check_product_bound<std::complex<float>>(1500, 8, true);
 }
 
+// Pairs of rows with very different norms bound |A||B| poorly (the smaller row floors to
+// zeros at the pair's exponent): the whole product follows and gives its N, which the pairs
+// alone missed by three moduli here.
+TEST(OzakiAccuracy, PairsFallBackToTheWholeProduct) {
+  const index_t m = 64, n = 64, k = 64;
+  for (const Problem<float>& p : problems<float>(m, n, k, 8)) {
+    if (p.name.find("norms") == std::string::npos) continue;
+    std::vector<float> C(m * n, 0.f);
+    const HostResult r = host_gemm<float>({}, 0, 0, Op::N, Op::N, m, n, k, 1.f, p.A.data(), m, p.B.data(), k, 0.f,
+                                          C.data(), m);
+    ASSERT_TRUE(r.emulated()) << r.choice.why;
+    EXPECT_TRUE(r.choice.from_product) << p.name;
+    EXPECT_FALSE(r.choice.paired) << p.name;
+    EXPECT_LE(r.choice.N, 7) << p.name;
+    EXPECT_LE(worst_ratio(C, exact(p)), r.choice.bound) << p.name;
+    return;
+  }
+  FAIL() << "no problem with rows and columns of different norms";
+}
+
 // Transposed and conjugated operands, alpha and beta: the same pipeline as the GPU's.
 TEST(OzakiAccuracy, TransposesAlphaBeta) {
   using T = std::complex<double>;
