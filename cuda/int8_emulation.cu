@@ -352,16 +352,20 @@ __global__ void product_ratios(index_t mp, index_t wp, const int* C, index_t ldc
 
 // The magnitudes' slice (Kp bytes per stacked outer index: O real ones, then O imaginary ones
 // for complex) with outer indices in pairs: pair q of each part the smaller byte of 2q and
-// 2q + 1 (the last one alone where O is odd); rows past parts * Pq of the Op written as zeros.
-__global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t Op, const int8_t* src,
-                           int8_t* dst) {
+// 2q + 1 (the last one alone where O is odd, and the nonzero one where the other is zero: a zero
+// row bounds nothing and would zero its partner); rows past parts * Pq of the Op written as zeros.
+__global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t Op, const OuterStat* st,
+                           const int8_t* src, int8_t* dst) {
   const index_t v = (blockIdx.x * index_t(blockDim.x) + threadIdx.x) * 16;
   if (v >= Kp) return;
   for (index_t q = blockIdx.y; q < Op; q += gridDim.y) {
     uint4 out{0, 0, 0, 0};
     if (q < parts * Pq) {
       const index_t p = q / Pq, qq = q - p * Pq;
-      const index_t o1 = p * O + 2 * qq, o2 = p * O + min(2 * qq + 1, O - 1);
+      index_t r1 = 2 * qq, r2 = min(2 * qq + 1, O - 1);
+      if (st[r1].s == 0) r1 = r2;
+      else if (st[r2].s == 0) r2 = r1;
+      const index_t o1 = p * O + r1, o2 = p * O + r2;
       const uint4 x = *reinterpret_cast<const uint4*>(src + o1 * Kp + v);
       const uint4 y = *reinterpret_cast<const uint4*>(src + o2 * Kp + v);
       out = make_uint4(__vminu4(x.x, y.x), __vminu4(x.y, y.y), __vminu4(x.z, y.z), __vminu4(x.w, y.w));
@@ -816,7 +820,8 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     exponents<<<unsigned((m + 255) / 256), 256, 0, s>>>(m, sa, 0, true, paired, ea);
     exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, 0, true, paired, eb);
     // the magnitudes of O outer indices, then their pairs: the Op rows the product reads
-    auto magnitudes = [&](bool kcontig, index_t O, const T* X, index_t ld, const int* e, int8_t* dst) {
+    auto magnitudes = [&](bool kcontig, index_t O, const T* X, index_t ld, const OuterStat* st, const int* e,
+                          int8_t* dst) {
       const index_t Op = round_up(parts * O, 16);
       if (!paired) {
         slices(true, *zq, 1, k, kcontig, O, X, ld, false, e, dst, Op);
@@ -826,16 +831,16 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       slices(true, *zq, 1, k, kcontig, O, X, ld, false, e, whole, Op);
       const index_t Pq = (O + 1) / 2, OpP = round_up(parts * Pq, 16);
       const dim3 grid(unsigned((zq->Kp / 16 + 127) / 128), unsigned(std::min<index_t>(OpP, 65535)));
-      pair_outer<<<grid, 128, 0, s>>>(zq->Kp, O, parts, Pq, OpP, whole, dst);
+      pair_outer<<<grid, 128, 0, s>>>(zq->Kp, O, parts, Pq, OpP, st, whole, dst);
       cuda_check(cudaGetLastError(), "pair kernel");
       return OpP;
     };
     blocks(*zq, [&](index_t i0, index_t rows) {
-      const index_t OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, ea + i0, wk.a);
+      const index_t OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, sa + i0, ea + i0, wk.a);
       const index_t rp = (rows + step - 1) / step;
       for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
         const index_t w = std::min(zq->nb, n - j0), wp = (w + step - 1) / step;
-        const index_t OpB = magnitudes(b_kcontig, w, b_cols(j0), ldb, eb + j0, wk.b);
+        const index_t OpB = magnitudes(b_kcontig, w, b_cols(j0), ldb, sb + j0, eb + j0, wk.b);
         im.int8_gemm(s, OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
         const dim3 grid(unsigned((rp + 255) / 256), unsigned(std::min<index_t>(wp, 128)));
         if (cplx)

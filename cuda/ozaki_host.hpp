@@ -139,9 +139,9 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
     for (const Outer& o : st) x = std::fmax(x, o.mx > 0 ? float(o.s / o.mx) : 0.f);
     return double(x);
   };
-  // paired: rows 2q and 2q + 1 of op(A) (the last one alone where m is odd) as one, at the
-  // pair's shared exponent (pair_exponent), each h's smaller floored magnitude and the pair's
-  // larger norms in that scale; columns of op(B) alike.
+  // paired: rows 2q and 2q + 1 of op(A) (the last one alone where m is odd, the nonzero one
+  // where the other is zero) as one, at the pair's shared exponent (pair_exponent), each h's
+  // smaller floored magnitude and the pair's larger norms in that scale; columns of op(B) alike.
   auto product = [&](bool paired) {
     ProductStats ps{0, 0};
     auto floor7 = [](double x, const Outer& o0, const Outer& o1) {
@@ -153,11 +153,13 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
       for (index_t i0 = 0; i0 < m; i0 += step) {
         const index_t i1 = std::min(i0 + step, m) - 1, j1 = std::min(j0 + step, n) - 1;
         const Outer &a0 = sa[i0], &a1 = sa[i1], &b0 = sb[j0], &b1 = sb[j1];
+        const index_t ia = a0.s == 0 ? i1 : i0, ib = a1.s == 0 ? i0 : i1;
+        const index_t ja = b0.s == 0 ? j1 : j0, jb = b1.s == 0 ? j0 : j1;
         auto mag_a = [&](index_t h, int p) {
-          return std::min(floor7(a_at(i0, h, p), a0, a1), floor7(a_at(i1, h, p), a0, a1));
+          return std::min(floor7(a_at(ia, h, p), a0, a1), floor7(a_at(ib, h, p), a0, a1));
         };
         auto mag_b = [&](index_t h, int p) {
-          return std::min(floor7(b_at(h, j0, p), b0, b1), floor7(b_at(h, j1, p), b0, b1));
+          return std::min(floor7(b_at(h, ja, p), b0, b1), floor7(b_at(h, jb, p), b0, b1));
         };
         const int Ea = pair_exponent(a0.s, a0.E, a1.s, a1.E), Eb = pair_exponent(b0.s, b0.E, b1.s, b1.E);
         for (int c = 0; c < parts; ++c) {  // the output's component

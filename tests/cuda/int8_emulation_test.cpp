@@ -302,6 +302,7 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
   capped_is_identical<double>(Op::T, Op::T, 301, 97, 512);
   capped_is_identical<float>(Op::T, Op::N, 515, 260, 700);
   capped_is_identical<std::complex<float>>(Op::N, Op::T, 170, 150, 300);
+  capped_is_identical<float>(Op::N, Op::N, 1001, 37, 1500);  // few columns: row blocks, the bound's pairs too
 }
 
 TEST(Int8Emulation, AccuracyTargetsHoldOnStressInputs) {

@@ -154,6 +154,48 @@ TEST(OzakiAccuracy, PairsFallBackToTheWholeProduct) {
   FAIL() << "no problem with rows and columns of different norms";
 }
 
+// The bound from pairs of rows and columns covers each member: its X and Y are at least every
+// entry's own ratios against the exact |A||B| (rows of one pair at different exponents, a zero
+// row, an odd column count). A zero row leaves its partner alone, so the pairs still reach the
+// fewest moduli there.
+TEST(OzakiAccuracy, PairedBoundCoversEachMember) {
+  const index_t m = 2, n = 3, k = 4096;
+  int paired = 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    std::mt19937_64 g(40 + variant);
+    std::uniform_real_distribution<double> U(-1, 1);
+    std::vector<float> A(m * k), B(k * n);
+    for (auto& x : A) x = float(U(g));
+    for (auto& x : B) x = float(U(g));
+    for (index_t h = 0; h < k; ++h) {
+      if (variant == 1) A[1 + h * m] *= 0.375f;  // row 1 two binades below row 0
+      if (variant == 2) A[1 + h * m] = 0;       // row 1 zero
+      if (variant == 3) B[h + 1 * k] *= 0.5f, A[0 + h * m] *= 3.0f;
+    }
+    std::vector<float> C(m * n, 0.f);
+    const HostResult r = host_gemm<float>({}, 0, 0, Op::N, Op::N, m, n, k, 1.f, A.data(), m, B.data(), k, 0.f,
+                                          C.data(), m);
+    ASSERT_TRUE(r.emulated()) << r.choice.why;
+    if (variant == 2) EXPECT_TRUE(r.choice.paired) << "a zero row must not spoil its partner's bound";
+    if (!r.choice.paired) continue;  // (the whole product followed: its statistics, checked elsewhere)
+    ++paired;
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) {
+        long double ab = 0, a2 = 0, a1 = 0, b2 = 0, b1 = 0;
+        for (index_t h = 0; h < k; ++h) {
+          const long double a = std::fabs((long double)A[i + h * m]), b = std::fabs((long double)B[h + j * k]);
+          ab += a * b, a2 += a * a, a1 += a, b2 += b * b, b1 += b;
+        }
+        if (ab == 0) continue;  // a zero row: no error to bound
+        const long double X = (std::sqrt(a2) * b1 + std::sqrt(b2) * a1) / ab, Y = k * std::sqrt(a2 * b2) / ab;
+        EXPECT_GE((long double)r.product.X * (1 + 1e-9L), X) << "variant " << variant << " i " << i << " j " << j;
+        EXPECT_GE((long double)r.product.Y * (1 + 1e-9L), Y) << "variant " << variant << " i " << i << " j " << j;
+      }
+    EXPECT_LE(worst_ratio(C, exact(Problem<float>{"pairs", m, n, k, A, B})), r.choice.bound) << variant;
+  }
+  EXPECT_GE(paired, 2);
+}
+
 // Transposed and conjugated operands, alpha and beta: the same pipeline as the GPU's.
 TEST(OzakiAccuracy, TransposesAlphaBeta) {
   using T = std::complex<double>;
