@@ -68,7 +68,7 @@ DISTMM_HD int sym_residue32(int v) {
 
 // The same for an integer-valued double below 2^56 in magnitude (an f64 entry scaled and
 // rounded keeps at most 53 significant bits, so it is exact as a double; N <= 14 moduli keep
-// entries below 2^56): q = v / m rounded (within 1/2 + 2^-5 of v / m), r = v - q m exact by one
+// entries below 2^56): q = v / m rounded (within 1/2 + 1/16 of v / m), r = v - q m exact by one
 // fma, one step into the symmetric range. Five floating-point operations instead of three
 // 32-bit remainders and their combination.
 template <int m>
@@ -229,7 +229,7 @@ DISTMM_HD double crt_signed(U128 S, const Crt& c) {
 
 // The split form's pieces: a group's sum (u G_l < M_g < 2^56), r mod M2 for 0 <= r < 2^62 and
 // (a b) mod M2 for a, b < M2 < 2^56, each from a double estimate q of the quotient (by the
-// rounded reciprocal: within a few units) corrected by whole M2 (the low 64 bits of a b - q M2
+// rounded reciprocal: within about ten units) corrected by whole M2 (the low 64 bits of a b - q M2
 // are the exact difference, small), and the join x = x1 + M1 ((x2 - x1) M1^-1 mod M2), in
 // [0, M): the same x as the 128-bit sum.
 DISTMM_HD void crt_add_group(std::uint64_t& x, std::uint64_t G, unsigned u, std::uint64_t M) {
