@@ -300,10 +300,10 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
     if constexpr (V == 4) {
       const int4 c = *reinterpret_cast<const int4*>(C + i + j * ldc);
       *reinterpret_cast<uchar4*>(R + i + j * m) =
-          make_uchar4(uint8_t(ozaki::fold32<mod>(c.x, y)), uint8_t(ozaki::fold32<mod>(c.y, y)),
-                      uint8_t(ozaki::fold32<mod>(c.z, y)), uint8_t(ozaki::fold32<mod>(c.w, y)));
+          make_uchar4(uint8_t(ozaki::fold<mod>(c.x, y)), uint8_t(ozaki::fold<mod>(c.y, y)),
+                      uint8_t(ozaki::fold<mod>(c.z, y)), uint8_t(ozaki::fold<mod>(c.w, y)));
     } else if constexpr (!Complex) {
-      R[i + j * m] = uint8_t(ozaki::fold32<mod>(C[i + j * ldc], y));
+      R[i + j * m] = uint8_t(ozaki::fold<mod>(C[i + j * ldc], y));
     } else {
       const long long re = (long long)C[i + j * ldc] - C[(i + m) + (j + n) * ldc];
       const long long im = (long long)C[i + (j + n) * ldc] + C[(i + m) + j * ldc];
@@ -377,7 +377,7 @@ __global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
 // plane at + m n), scaled back and merged into C.
 // Form: how the sums are kept, the same values each way: one 64-bit word where M < 2^63 (N <= 7,
-// ozaki::crt_add64); two 64-bit words joined by Garner's step for 8 <= N <= 14 (ozaki::crt_join);
+// ozaki::crt_add_group); two 64-bit words joined by Garner's step for 8 <= N <= 14 (ozaki::crt_join);
 // else 128-bit integers. V = 4: four consecutive i per thread (real products with m a multiple
 // of 4: one 4-byte load per modulus).
 enum class CrtForm { one_word, split, wide };
@@ -412,7 +412,7 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
       double x[V];
       if constexpr (Form == CrtForm::one_word) {
         std::uint64_t S[V] = {};
-        each([&](auto lc, int t, unsigned b) { ozaki::crt_add64(S[t], crt, decltype(lc)::value, b); });
+        each([&](auto lc, int t, unsigned b) { ozaki::crt_add_group(S[t], crt.Ml[decltype(lc)::value].lo, b, crt.M.lo); });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed64(S[t], crt);
       } else if constexpr (Form == CrtForm::split) {
         std::uint64_t x1[V] = {}, x2[V] = {};

@@ -206,9 +206,9 @@ inline Choice choose(const Accuracy& acc, bool single, const Spread& a, const Sp
 // quarter of the product's work, a lower bound still, X about 2.25 times larger on uniform
 // magnitudes); asked for first where kPairedSlack x_lower still allows that fewest N (at native
 // accuracy f32's margin to the next modulus is about 4x the whole product's X, 8x x_lower;
-// f64's about 1.2x: f64 takes the whole product). Where
-// the pairs fall short of that N (rows of a pair with very different norms, short k), the whole
-// product follows: it costs one product and may save several moduli.
+// f64's about 1.2x: f64 takes the whole product). Where the pairs fall short of that N (rows of
+// a pair with very different norms, short k), the whole product follows: it costs one product
+// and may save several moduli.
 constexpr double kPairedSlack = 6;
 template <class Product>
 Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, const Spread& b, long long kk,

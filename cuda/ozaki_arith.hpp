@@ -87,18 +87,11 @@ DISTMM_HD int sym_residue_fp(double v) {
 }
 
 // One modulus' exact int32 (or combined complex, int64) sum reduced to u = (c mod m) y mod m,
-// y = (M / m)^-1 mod m: the CRT term's coefficient, one byte.
-template <int m>
-DISTMM_HD unsigned fold(long long c, int y) {
+// y = (M / m)^-1 mod m: the CRT term's coefficient, one byte. (An int sum, a real product's,
+// takes the remainder in 32-bit arithmetic.)
+template <int m, class I>
+DISTMM_HD unsigned fold(I c, int y) {
   int r = int(c % m);
-  if (r < 0) r += m;
-  return unsigned((r * y) % m);
-}
-
-// The same for an int32 sum (real products), in 32-bit arithmetic.
-template <int m>
-DISTMM_HD unsigned fold32(int c, int y) {
-  int r = c % m;
   if (r < 0) r += m;
   return unsigned((r * y) % m);
 }
@@ -268,13 +261,9 @@ DISTMM_HD U128 crt_join(std::uint64_t x1, std::uint64_t x2, const Crt& c) {
   return add(x, U128{x1, 0});
 }
 
-// The CRT in one 64-bit word where M < 2^63 (N <= 7; crt_fits_64): S + u M_l < 2M < 2^64, and
-// the same S as the 128-bit sum, so the same double.
+// The CRT in one 64-bit word where M < 2^63 (N <= 7; crt_fits_64): crt_add_group(S, M_l, u, M),
+// S + u M_l < 2M < 2^64, the same S as the 128-bit sum, so the same double.
 DISTMM_HD bool crt_fits_64(const Crt& c) { return c.M.hi == 0 && (c.M.lo >> 63) == 0; }
-DISTMM_HD void crt_add64(std::uint64_t& S, const Crt& c, int l, unsigned u) {
-  S += c.Ml[l].lo * u;
-  if (S >= c.M.lo) S -= c.M.lo;
-}
 DISTMM_HD double crt_signed64(std::uint64_t S, const Crt& c) {
   return S <= c.half.lo ? double(S) : -double(c.M.lo - S);
 }

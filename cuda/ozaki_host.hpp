@@ -144,10 +144,7 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
   // smaller floored magnitude and the pair's larger norms in that scale; columns of op(B) alike.
   auto product = [&](bool paired) {
     ProductStats ps{0, 0};
-    auto floor7 = [](double x, const Outer& o0, const Outer& o1) {
-      const int E = pair_exponent(o0.s, o0.E, o1.s, o1.E);
-      return (long long)std::floor(std::ldexp(std::fabs(x), magnitude_exponent(o0.s + o1.s, E)));
-    };
+    auto floor7 = [](double x, int g) { return (long long)std::floor(std::ldexp(std::fabs(x), g)); };
     const index_t step = paired ? 2 : 1;
     for (index_t j0 = 0; j0 < n; j0 += step)
       for (index_t i0 = 0; i0 < m; i0 += step) {
@@ -155,13 +152,10 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
         const Outer &a0 = sa[i0], &a1 = sa[i1], &b0 = sb[j0], &b1 = sb[j1];
         const index_t ia = a0.s == 0 ? i1 : i0, ib = a1.s == 0 ? i0 : i1;
         const index_t ja = b0.s == 0 ? j1 : j0, jb = b1.s == 0 ? j0 : j1;
-        auto mag_a = [&](index_t h, int p) {
-          return std::min(floor7(a_at(ia, h, p), a0, a1), floor7(a_at(ib, h, p), a0, a1));
-        };
-        auto mag_b = [&](index_t h, int p) {
-          return std::min(floor7(b_at(h, ja, p), b0, b1), floor7(b_at(h, jb, p), b0, b1));
-        };
         const int Ea = pair_exponent(a0.s, a0.E, a1.s, a1.E), Eb = pair_exponent(b0.s, b0.E, b1.s, b1.E);
+        const int ga = magnitude_exponent(a0.s + a1.s, Ea), gb = magnitude_exponent(b0.s + b1.s, Eb);
+        auto mag_a = [&](index_t h, int p) { return std::min(floor7(a_at(ia, h, p), ga), floor7(a_at(ib, h, p), ga)); };
+        auto mag_b = [&](index_t h, int p) { return std::min(floor7(b_at(h, ja, p), gb), floor7(b_at(h, jb, p), gb)); };
         for (int c = 0; c < parts; ++c) {  // the output's component
           long long S = 0;
           for (index_t h = 0; h < k; ++h)

@@ -52,7 +52,7 @@ void residues32_of(const std::vector<long long>& values) {
   for (long long v : values)
     if (v > INT32_MIN && v <= INT32_MAX) {
       EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
-      for (int y : {1, 2, m / 2 + 1, m - 1}) EXPECT_EQ(fold32<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
+      for (int y : {1, 2, m / 2 + 1, m - 1}) EXPECT_EQ(fold<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
     }
 }
 // The double-precision residue of an integer-valued double (an entry scaled and rounded): the
@@ -105,7 +105,7 @@ TEST(OzakiArith, SixtyFourBitCrtMatchesTheWideOne) {
       for (int l = 0; l < N; ++l) {
         const unsigned u = t == 0 ? 0 : t == 1 ? unsigned(modulus(l) - 1) : unsigned(g() % modulus(l));
         crt_add(S, c, l, u);
-        crt_add64(S64, c, l, u);
+        crt_add_group(S64, c.Ml[l].lo, u, c.M.lo);
       }
       ASSERT_EQ(S.hi, 0u);
       ASSERT_EQ(S.lo, S64);
@@ -132,7 +132,7 @@ void split_matches_wide(int N, std::mt19937_64& g, std::index_sequence<L...>) {
       if (l >= N) return;
       const int sum = t == 0 ? 0 : t == 1 ? m - 1 : t == 2 ? -1 : int(g() >> 33) * (t % 2 ? 1 : -1);
       crt_add(S, c, l, fold<m>(sum, c.y[l]));
-      crt_add_group(l < kSplitAt ? x1 : x2, c.G[l], fold32<m>(sum, fold_coefficient(c, l)), l < kSplitAt ? c.M1 : c.M2);
+      crt_add_group(l < kSplitAt ? x1 : x2, c.G[l], fold<m>(sum, fold_coefficient(c, l)), l < kSplitAt ? c.M1 : c.M2);
     };
     (one(std::integral_constant<int, int(L)>{}), ...);
     const U128 x = crt_join(x1, x2, c);
