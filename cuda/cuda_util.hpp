@@ -92,7 +92,8 @@ double cublas_amax(cublasHandle_t h, std::int64_t n, const T* x) {
   return double(std::abs(std::real(v))) + double(std::abs(std::imag(v)));
 }
 
-// Device memory, grow-only (reallocated only when a larger size is asked for).
+// Device memory, grow-only (reallocated only when a larger size is asked for; release() gives
+// it back; neither waits for kernels that may still use it).
 template <class T>
 class DeviceBuffer {
  public:
@@ -111,13 +112,13 @@ class DeviceBuffer {
   }
   T* get() const { return p_; }
   std::size_t size() const { return n_; }
-
- private:
   void release() {
     if (p_) cudaFree(p_);
     p_ = nullptr;
     n_ = 0;
   }
+
+ private:
   T* p_ = nullptr;
   std::size_t n_ = 0;
 };

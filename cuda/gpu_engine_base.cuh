@@ -74,6 +74,11 @@ class GpuEngineBase : public Engine {
     });
   }
   void gemm_device_call(const GemmCall& c) override {
+    reuse_a_ = c.reuse_a;  // for device_run, while it runs
+    struct Reset {
+      ReuseOfA& r;
+      ~Reset() { r = {}; }
+    } reset{reuse_a_};
     with_device_args(c, [&](auto... a) { derived().device_run(a...); });
   }
 
@@ -96,6 +101,9 @@ class GpuEngineBase : public Engine {
   int sm_count_ = 0;  // streaming multiprocessors: the width of one wave of thread blocks
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<CublasHandle> handle_;
+  // The running device call's ReuseOfA (none outside gemm_device_call: a host-staged call
+  // refills the same staging buffers with other values).
+  ReuseOfA reuse_a_{};
 
   // f(ta, tb, m, n, k, alpha, A, ...) with a device call's typed arguments, on this engine's
   // device (gemm_device_call and the engines' other device entries).

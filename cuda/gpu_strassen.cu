@@ -92,6 +92,7 @@ struct GpuBackend {
   LaunchShape shape;
   Int8Emulation* emulation = nullptr;  // leaves emulated on INT8 tensor cores, or null
   Dtype dtype = Dtype::f32;            // of the leaves (their tuned tiles)
+  ReuseOfA reuse_a{};                  // the caller's, where the one product is the call's own
   bool forked = false;
   int next = 0;  // the stream of the next product inside a fork
 
@@ -100,7 +101,7 @@ struct GpuBackend {
             const T* B, index_t ldb, T beta, T* C, index_t ldc) {
     const int i = forked ? next++ % streams.size() : 0;
     // (Declined leaves, e.g. with NaN inputs, run natively below.)
-    if (emulation && emulation->gemm<T>(streams.stream(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
+    if (emulation && emulation->gemm<T>(streams.stream(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, reuse_a))
       return;
     if (lt && lt->run<T>(streams.stream(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cublas_gemm<T>(streams.handle(i), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -168,7 +169,7 @@ class OzakiEngine final : public GpuEngineBase<OzakiEngine> {
   template <class T>
   void device_run(Op ta, Op tb, index_t m, index_t n, index_t k, T alpha, const T* A, index_t lda,
                   const T* B, index_t ldb, T beta, T* C, index_t ldc) {
-    if (!emulation_.gemm<T>(stream(), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
+    if (!emulation_.gemm<T>(stream(), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, reuse_a_))
       cublas_gemm<T>(handle_->get(), ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   }
 
@@ -239,6 +240,8 @@ class GpuRecursiveEngine final : public GpuEngineBase<GpuRecursiveEngine<Schedul
     GpuBackend be{streams_, this->o_.tuned_leaves ? &lt_ : nullptr,
                   tuned_shape(this->device_name_, DtypeTraits<R>::name, real_rows), emulation_.get(),
                   dtype_of<T>()};
+    // No level: the one product is the caller's, on its op(A) (cuboid's parts of B's columns).
+    if (levels == 0 && !pending) be.reuse_a = this->reuse_a_;
     Recursion<T, Schedule, GpuBackend> r({levels, 2}, reinterpret_cast<T*>(arena_.get()), be);
     r.gemm({A, lda, ta, m, k}, {B, ldb, tb, k, n}, {C, ldc, m, n}, alpha, beta, pending);
     levels_run_ = std::max(levels_run_, r.levels_run());

@@ -511,6 +511,44 @@ struct Int8Emulation::Impl {
   // (two int32 buffers, used in turn).
   CudaStream fold_stream;
   CudaEvent product_done[2], fold_done[2];
+  // What a call with ReuseOfA::keep derived from op(A), for the next call with kept (cuboid's
+  // first step in parts of B's columns, node/engine.hpp): op(A)'s statistics and flags, its
+  // magnitudes' slices for the bound (whole or in pairs), its N slices. Each part is valid for
+  // the op(A) recorded here and only until a call that does not keep it.
+  struct HeldA {
+    const void* A = nullptr;
+    Op ta = Op::N;
+    index_t m = 0, k = 0, lda = 0;
+    Dtype dt = Dtype::f32;
+    bool stats = false;
+    int magnitudes = -1;  // -1: none, 0: whole, 1: in pairs
+    index_t magnitude_rows = 0;  // the held magnitudes' stacked rows (Op)
+    int N = 0;  // the moduli of the held slices, 0: none
+    DeviceBuffer<unsigned char> stat_bytes;  // m OuterStat, then op(A)'s Flags
+    DeviceBuffer<int8_t> magnitude_slices, slices;
+    void forget() { stats = false, magnitudes = -1, N = 0; }
+    bool is(const void* a, Op t, index_t mm, index_t kk, index_t ld, Dtype d) const {
+      return A == a && ta == t && m == mm && k == kk && lda == ld && dt == d;
+    }
+    // n bytes for a part, once the kernels that may still read its buffer are done; false (none
+    // held) where they would take more than half of the memory free.
+    template <class B>
+    static bool grow(B& buf, std::size_t n, cudaStream_t s) {
+      if (buf.size() >= n) return true;
+      std::size_t f = 0, t = 0;
+      cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+      if (n > (f + buf.size()) / 2) return false;
+      cuda_check(cudaStreamSynchronize(s), "sync");
+      buf.reserve(n);
+      return true;
+    }
+    void release(cudaStream_t s) {
+      forget();
+      if (stat_bytes.size() + magnitude_slices.size() + slices.size() == 0) return;
+      cuda_check(cudaStreamSynchronize(s), "sync");
+      stat_bytes.release(), magnitude_slices.release(), slices.release();
+    }
+  } held;
   static constexpr std::size_t kLtWorkspace = kInt8LtWorkspace;
 
   Impl() {
@@ -615,7 +653,8 @@ struct Sizes {
   index_t Kp, mb, OpA, nb, OpB;
   std::size_t slices_a, slices_b, c32, residues, total;
 };
-Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) {
+// (a_held: op(A)'s slices live in the held buffer, not in the workspace)
+Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, bool a_held = false) {
   Sizes z{};
   const int parts = cplx ? 2 : 1;
   z.Kp = round_up(std::min(kk, kMaxChunk), 16);
@@ -623,7 +662,7 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb) 
   z.OpA = round_up(parts * m, 16);
   z.nb = nb;
   z.OpB = round_up(parts * nb, 16);
-  z.slices_a = align256(std::size_t(N) * z.Kp * z.OpA);
+  z.slices_a = a_held ? 0 : align256(std::size_t(N) * z.Kp * z.OpA);
   z.slices_b = align256(std::size_t(N) * z.Kp * z.OpB);
   z.c32 = align256(std::size_t(z.OpA) * z.OpB * sizeof(int));
   z.residues = align256(std::size_t(N) * parts * m * nb);
@@ -644,7 +683,11 @@ std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtyp
 
 template <class T>
 bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
-                         const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc) {
+                         const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
+                         ReuseOfA reuse) {
+  if (k > kMaxChunk) reuse = {};  // (held parts are one chunk's)
+  // A call that neither keeps nor takes op(A)'s parts gives their memory back.
+  if (!reuse.keep && !reuse.kept) impl_->held.release(s);
   if (m <= 0 || n <= 0) return true;
   auto decline = [&](std::string why) {
     stats_.declined(std::move(why));
@@ -661,14 +704,14 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
     for (index_t k0 = 0; k0 < k; k0 += kMaxChunk) {
       const T *Ak, *Bk;
       at_k(k0, Ak, Bk);
-      std::string why = chunk<T>(s, ta, tb, m, n, std::min(kMaxChunk, k - k0), alpha, Ak, lda, Bk, ldb, beta, C, ldc, true);
+      std::string why = chunk<T>(s, ta, tb, m, n, std::min(kMaxChunk, k - k0), alpha, Ak, lda, Bk, ldb, beta, C, ldc, true, {});
       if (!why.empty()) return decline(why + " (k-chunk at " + std::to_string(k0) + ")");
     }
   for (index_t k0 = 0; k0 < k; k0 += kMaxChunk) {
     const T *Ak, *Bk;
     at_k(k0, Ak, Bk);
     std::string why = chunk<T>(s, ta, tb, m, n, std::min(kMaxChunk, k - k0), alpha, Ak, lda, Bk, ldb,
-                               k0 == 0 ? beta : T(1), C, ldc, false);
+                               k0 == 0 ? beta : T(1), C, ldc, false, reuse);
     if (why.empty()) continue;
     if (k0 == 0) return decline(why);
     // (checked above with the same data, so only a failed allocation can get here)
@@ -681,7 +724,7 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
 template <class T>
 std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
                                  const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C,
-                                 index_t ldc, bool dry_run) {
+                                 index_t ldc, bool dry_run, ReuseOfA reuse) {
   using R = real_t<T>;
   constexpr bool cplx = is_complex_v<T>;
   Impl& im = *impl_;
@@ -689,6 +732,17 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   clock.mark("start", s);
   const int parts = cplx ? 2 : 1;
   const bool a_kcontig = ta != Op::N, b_kcontig = tb == Op::N;
+  // op(A)'s parts held by the call before (kept), and those this call holds for the next (keep)
+  Impl::HeldA& held = im.held;
+  if (!(reuse.kept && held.is(A, ta, m, k, lda, dtype_of<T>()))) held.forget();
+  if (reuse.keep) held.A = A, held.ta = ta, held.m = m, held.k = k, held.lda = lda, held.dt = dtype_of<T>();
+  struct Forget {  // what is held outlives this call only where it keeps it
+    Impl::HeldA& h;
+    bool keep;
+    ~Forget() {
+      if (!keep || std::uncaught_exceptions() > 0) h.forget();
+    }
+  } forget_unless_kept{held, reuse.keep && !dry_run};
 
   // 1. statistics, to pick N. (A larger buffer only once the last call's kernels, which may
   // still read the old one, are done.)
@@ -708,9 +762,22 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     if (kcontig) outer_stats<T, true><<<unsigned((O + 15) / 16), block, 0, s>>>(k, O, X, ld, st, fl);
     else outer_stats<T, false><<<unsigned((O + 31) / 32), block, 0, s>>>(k, O, X, ld, st, fl);
   };
-  stats(a_kcontig, m, A, lda, sa, flags);  // flags[0]: op(A)'s rows, flags[1]: op(B)'s columns
+  const std::size_t a_stat_bytes = align256(m * sizeof(OuterStat));
+  if (held.stats) {
+    cuda_check(cudaMemcpyAsync(sa, held.stat_bytes.get(), m * sizeof(OuterStat), cudaMemcpyDeviceToDevice, s), "D2D");
+    cuda_check(cudaMemcpyAsync(flags, held.stat_bytes.get() + a_stat_bytes, sizeof(Flags), cudaMemcpyDeviceToDevice, s),
+               "D2D");
+  } else {
+    stats(a_kcontig, m, A, lda, sa, flags);  // flags[0]: op(A)'s rows, flags[1]: op(B)'s columns
+  }
   stats(b_kcontig, n, B, ldb, sb, flags + 1);
   cuda_check(cudaGetLastError(), "statistics kernel");
+  if (reuse.keep && !held.stats && Impl::HeldA::grow(held.stat_bytes, a_stat_bytes + sizeof(Flags), s)) {
+    cuda_check(cudaMemcpyAsync(held.stat_bytes.get(), sa, m * sizeof(OuterStat), cudaMemcpyDeviceToDevice, s), "D2D");
+    cuda_check(cudaMemcpyAsync(held.stat_bytes.get() + a_stat_bytes, flags, sizeof(Flags), cudaMemcpyDeviceToDevice, s),
+               "D2D");
+    held.stats = true;
+  }
   clock.mark("stats", s);
   cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, 2 * sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
   cuda_check(cudaStreamSynchronize(s), "sync");
@@ -727,18 +794,19 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // panels, and row blocks where op(A)'s slices alone do not fit (f64 49152 on an 80 GB GPU: the
   // operands leave about 20 GB, 14 slices of A take 34); panels no narrower than a quarter of
   // the block's rows, so that each INT8 product stays large (nullopt: not even 16 x 16 fits).
-  const std::size_t free_now = [] {
+  auto budget_now = [&] {
     std::size_t f = 0, t = 0;
     cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
-    return f;
-  }();
-  const std::size_t budget = std::min(std::size_t(double(free_now + im.work.size()) * 0.9),
-                                      settings().emulation_workspace.value_or(SIZE_MAX));
-  auto fit = [&](index_t kq, int NN) -> std::optional<Sizes> {
+    return std::min(std::size_t(double(f + im.work.size()) * 0.9), settings().emulation_workspace.value_or(SIZE_MAX));
+  };
+  std::size_t budget = budget_now();
+  // (a_held: op(A)'s slices in the held buffer, so whole rows only)
+  auto fit = [&](index_t kq, int NN, bool a_held = false) -> std::optional<Sizes> {
     for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
+      if (a_held && mb < m) return std::nullopt;
       const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
       for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
-        const Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb);
+        const Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb, a_held);
         if (zz.total <= budget) {
           im.work.reserve(zz.total);
           return zz;
@@ -836,12 +904,26 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       return OpP;
     };
     blocks(*zq, [&](index_t i0, index_t rows) {
-      const index_t OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, sa + i0, ea + i0, wk.a);
+      // op(A)'s magnitudes: from the call before, or made here (and held where this call keeps
+      // them: whole rows in one block)
+      const int kind = paired ? 1 : 0;
+      const int8_t* mag_a = wk.a;
+      index_t OpA = 0;
+      if (rows == m && held.magnitudes == kind) {
+        mag_a = held.magnitude_slices.get(), OpA = held.magnitude_rows;
+      } else {
+        OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, sa + i0, ea + i0, wk.a);
+        if (const std::size_t bytes = std::size_t(zq->Kp) * OpA;
+            rows == m && reuse.keep && Impl::HeldA::grow(held.magnitude_slices, bytes, s)) {
+          cuda_check(cudaMemcpyAsync(held.magnitude_slices.get(), wk.a, bytes, cudaMemcpyDeviceToDevice, s), "D2D");
+          held.magnitudes = kind, held.magnitude_rows = OpA;
+        }
+      }
       const index_t rp = (rows + step - 1) / step;
       for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
         const index_t w = std::min(zq->nb, n - j0), wp = (w + step - 1) / step;
         const index_t OpB = magnitudes(b_kcontig, w, b_cols(j0), ldb, sb + j0, eb + j0, wk.b);
-        im.int8_gemm(s, OpA, OpB, zq->Kp, wk.a, wk.b, wk.c32);
+        im.int8_gemm(s, OpA, OpB, zq->Kp, mag_a, wk.b, wk.c32);
         const dim3 grid(unsigned((rp + 255) / 256), unsigned(std::min<index_t>(wp, 128)));
         if (cplx)
           product_ratios<true><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
@@ -884,15 +966,32 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, false, false, eb);
   cuda_check(cudaGetLastError(), "exponents kernel");
 
-  // 3. workspace
-  const std::optional<Sizes> fitted = fit(k, N);
+  // 3. workspace. op(A)'s slices from the call before where it made them with this N (the
+  // same exponents: the same statistics and k); where this call keeps them, made into the held
+  // buffer if they take at most half the budget and fit whole beside the rest.
+  const std::size_t a_slice_bytes = align256(std::size_t(N) * round_up(k, 16) * round_up(parts * m, 16));
+  const bool a_from_held = held.N == N;
+  std::optional<Sizes> fitted;
+  bool a_elsewhere = false;
+  if (a_from_held || (reuse.keep && a_slice_bytes <= budget / 2 && Impl::HeldA::grow(held.slices, a_slice_bytes, s))) {
+    budget = budget_now();
+    fitted = fit(k, N, true);
+    a_elsewhere = fitted.has_value();
+    if (!a_elsewhere) {  // (they do not fit whole beside the rest: give them back)
+      held.N = 0;
+      cuda_check(cudaStreamSynchronize(s), "sync");
+      held.slices.release();
+      budget = budget_now();
+    }
+  }
+  if (!fitted) fitted = fit(k, N);
   if (!fitted)
     return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
            " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
   const Sizes z = *fitted;
   const index_t nb = z.nb;
   const Work wk = carve(z);
-  int8_t* slices_a = wk.a;
+  int8_t* slices_a = a_elsewhere ? held.slices.get() : wk.a;
   int8_t* slices_b = wk.b;
   int* c32 = wk.c32;
   uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + 2 * z.c32);
@@ -912,8 +1011,11 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   }
   blocks(z, [&](index_t i0, index_t rows) {
     const index_t OpA = round_up(parts * rows, 16);
-    slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA);
-    clock.mark("slices A", s);
+    if (!(a_elsewhere && held.N == N)) {
+      slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA);
+      clock.mark("slices A", s);
+    }
+    if (a_elsewhere) held.N = N;
     for (index_t j0 = 0; j0 < n; j0 += nb) {
       const index_t w = std::min(nb, n - j0);
       const index_t OpB = round_up(parts * w, 16);
@@ -960,14 +1062,15 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   });
   clock.report(m, n, k, N);
   stats_.chose(choice);
+  stats_.reused_a += a_from_held && a_elsewhere;
   return "";
 }
 
 #define DISTMM_INT8_EMULATION(T)                                                                  \
   template bool Int8Emulation::gemm<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T,       \
-                                       const T*, index_t, const T*, index_t, T, T*, index_t);    \
+                                       const T*, index_t, const T*, index_t, T, T*, index_t, ReuseOfA); \
   template std::string Int8Emulation::chunk<T>(cudaStream_t, Op, Op, index_t, index_t, index_t, T, \
-                                               const T*, index_t, const T*, index_t, T, T*, index_t, bool);
+                                               const T*, index_t, const T*, index_t, T, T*, index_t, bool, ReuseOfA);
 DISTMM_FOR_EACH_TYPE(DISTMM_INT8_EMULATION)
 #undef DISTMM_INT8_EMULATION
 

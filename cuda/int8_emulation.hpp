@@ -28,6 +28,7 @@
 #include <string>
 #include <tuple>
 
+#include "../node/engine.hpp"
 #include "../src/core/dtype.hpp"
 #include "cuda_util.hpp"
 #include "ozaki_accuracy.hpp"
@@ -46,10 +47,13 @@ class Int8Emulation {
   Int8Emulation& operator=(const Int8Emulation&) = delete;
 
   // C = alpha op(A) op(B) + beta C on `stream` (device pointers); false when declined (nothing
-  // done): the caller then runs the native product.
+  // done): the caller then runs the native product. reuse (node/engine.hpp): keep holds op(A)'s
+  // statistics, magnitudes and slices for the next call (where k is one chunk, the slices take
+  // at most half the free memory and fit whole), and kept takes them from the previous call:
+  // the same integers, so the same result bit for bit.
   template <class T>
   bool gemm(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
-            const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc);
+            const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc, ReuseOfA reuse = {});
 
   const EmulationStats& stats() const { return stats_; }
   // Products that are leaves under L Strassen-like levels need less of their own accuracy
@@ -69,7 +73,7 @@ class Int8Emulation {
   template <class T>
   std::string chunk(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
                     const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
-                    bool dry_run);
+                    bool dry_run, ReuseOfA reuse);
   std::unique_ptr<Impl> impl_;
   EmulationStats stats_;
   int forced_;

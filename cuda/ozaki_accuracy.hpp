@@ -241,6 +241,7 @@ struct Tally {
   const char* scaling = "";   // the scaling mode the rule chose
   long long product_calls = 0;  // products whose bound read the operands' |A||B|
   long long paired_calls = 0;   // ... of them in pairs of rows and columns
+  long long reused_a = 0;       // products that took op(A)'s slices from the call before
   std::string last_fallback;  // why the last declined product was declined
 
   // One emulated product (or k-chunk) with the rule's choice.
@@ -275,6 +276,7 @@ struct Tally {
         t += ", " + std::to_string(product_calls) + " bounded from their |A||B|";
         if (paired_calls > 0) t += " (" + std::to_string(paired_calls) + " in pairs of rows and columns)";
       }
+      if (reused_a > 0) t += ", " + std::to_string(reused_a) + " on op(A)'s slices of the product before";
     }
     if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
     return t;

@@ -32,6 +32,16 @@ struct EngineOptions {
   std::string accuracy = "native";
 };
 
+// op(A) across consecutive device calls (cuboid's first step, cut by B's columns into a part
+// that starts before the rest of B arrives): keep lets the engine hold what it derives from
+// op(A) (an emulation's statistics and slices) for the next call; kept says that op(A) is the
+// previous call's, the same memory with the same values, and that call had keep. The engine
+// checks the pointer, op, shape and lda and otherwise derives anew; an engine that derives
+// nothing from op(A) ignores both, as does every host-staged call.
+struct ReuseOfA {
+  bool keep = false, kept = false;
+};
+
 // C = alpha op(A) op(B) + beta C, column-major, op(A) m x k, op(B) k x n; alpha and beta point
 // to values of `dtype`, the matrices hold elements of `dtype`.
 struct GemmCall {
@@ -46,6 +56,7 @@ struct GemmCall {
   const void* beta;
   void* C;
   index_t ldc;
+  ReuseOfA reuse_a{};
 };
 
 // op(A) with part of it still on its way (a distributed caller gathering A's columns while the

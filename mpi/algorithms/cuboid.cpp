@@ -201,8 +201,15 @@ class Cuboid final : public ClassicalAlgorithm<Cuboid> {
           // Step 0 (mark 0: A(i, l) in) starts on this rank's own columns of B(l, j) while the rest arrive.
           const index_t b0 = split_first_ && c == 0 ? share_begin(nj, g_.pm, i_) : 0, bw = split_first_ && c == 0 ? share(nj, g_.pm, i_) : 0;
           const index_t k1 = std::max<index_t>(cut, 0);  // the first part's product (cut > 0), then the rest's
-          auto columns = [&](index_t c0, index_t w, const T* b, index_t ldb, T beta1) {  // C's columns c0..c0+w
-            if (w > 0) sp.gemm<T>(Op::N, Op::N, mi, w, kc - k1, alpha, o.a + k1 * o.lda, o.lda, b + k1, ldb, beta1, cp + c0 * ldc, ldc);
+          // C's columns c0..c0+w; the parts read the same op(A), so the engine may keep what it
+          // derives from it (an emulation's slices) from one part to the next.
+          const int parts = (bw > 0) + (b0 > 0) + (nj - b0 - bw > 0);
+          int part = 0;
+          auto columns = [&](index_t c0, index_t w, const T* b, index_t ldb, T beta1) {
+            if (w <= 0) return;
+            const ReuseOfA reuse{part + 1 < parts, part > 0};
+            ++part;
+            sp.gemm<T>(Op::N, Op::N, mi, w, kc - k1, alpha, o.a + k1 * o.lda, o.lda, b + k1, ldb, beta1, cp + c0 * ldc, ldc, reuse);
           };
           timed(2, [&] {
             if (cut > 0) sp.gemm<T>(Op::N, Op::N, mi, nj, cut, alpha, o.a, o.lda, o.b, o.ldb, first, cp, ldc);

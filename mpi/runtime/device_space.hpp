@@ -292,8 +292,8 @@ class DeviceSpace {
   }
   template <class T>
   void gemm(Op ta, Op tb, index_t m, index_t n, index_t k, nondeduced_t<T> alpha, const T* A,
-            index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc) {
-    gemm({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc});
+            index_t lda, const T* B, index_t ldb, nondeduced_t<T> beta, T* C, index_t ldc, ReuseOfA reuse_a = {}) {
+    gemm({dtype_of<T>(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc, reuse_a});
   }
   // An output block that the following products update step after step (SUMMA's panels,
   // Cannon's shifts): a host space whose engine has memory of its own (a GPU staging each

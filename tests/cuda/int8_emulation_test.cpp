@@ -14,6 +14,11 @@
 #include <complex>
 #include <random>
 
+#ifdef DISTMM_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#include <optional>
+
 #include "cuda/device_info.hpp"
 #include "cuda/ozaki_accuracy.hpp"
 #include "node/engine.hpp"
@@ -304,6 +309,129 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
   capped_is_identical<std::complex<float>>(Op::N, Op::T, 170, 150, 300);
   capped_is_identical<float>(Op::N, Op::N, 1001, 37, 1500);  // few columns: row blocks, the bound's pairs too
 }
+
+#ifdef DISTMM_HAVE_CUDA
+// op(A) times B's columns in parts, one device call per part (cuboid's first step): with
+// ReuseOfA (keep, kept) the emulation takes op(A)'s statistics, magnitudes and slices from the
+// part before. The same integers, so bit for bit what an engine without it gives; where the
+// parts' moduli differ, op(A) is another buffer, or the slices do not fit, it derives them anew.
+template <class T>
+struct OnDevice {
+  T* p = nullptr;
+  explicit OnDevice(const std::vector<T>& h) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(h.size(), 1) * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~OnDevice() { cudaFree(p); }
+  std::vector<T> get(std::size_t n) const {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+// C's parts op(A) B(:, part) by `e`; `second_a`: the second part reads that buffer instead (other
+// values) while it says kept, which the engine must notice.
+template <class T>
+std::vector<T> in_parts(Engine& e, Op ta, index_t m, index_t k, const std::vector<index_t>& widths,
+                        const std::vector<T>& A, const std::vector<T>& B, bool reuse,
+                        const std::vector<T>* second_a = nullptr) {
+  index_t n = 0;
+  for (index_t w : widths) n += w;
+  OnDevice<T> a(A), b(B), c(std::vector<T>(std::size_t(m) * n, T(0)));
+  std::optional<OnDevice<T>> a2;
+  if (second_a) a2.emplace(*second_a);
+  const index_t lda = ta == Op::N ? m : k;
+  const T one(1), zero(0);
+  index_t j0 = 0;
+  for (std::size_t q = 0; q < widths.size(); ++q) {
+    const ReuseOfA r = reuse ? ReuseOfA{q + 1 < widths.size(), q > 0} : ReuseOfA{};
+    const T* Aq = q == 1 && a2 ? a2->p : a.p;
+    e.gemm_device_call({dtype_of<T>(), ta, Op::N, m, widths[q], k, &one, Aq, lda, b.p + j0 * k, k, &zero,
+                        c.p + j0 * m, m, r});
+    j0 += widths[q];
+  }
+  EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(e.device_queue())), cudaSuccess);
+  return c.get(std::size_t(m) * n);
+}
+
+template <class T>
+T conj_if(T x) {
+  if constexpr (is_complex_v<T>) return std::conj(x);
+  else return x;
+}
+
+// The parts that take op(A)'s slices from the part before: those emulated with the moduli of
+// the last emulated part before them (the host twin's choices), unless the second reads another
+// buffer (other_a) or nothing is held (none_held). A wide second part must take other moduli
+// (or run natively), or the case would not be the one it is meant to be.
+template <class T>
+void parts_reuse_a(Op ta, index_t m, index_t k, std::vector<index_t> widths, double wide_second_part = 0,
+                   bool other_a = false, bool none_held = false, const std::string& accuracy = "native") {
+  index_t n = 0;
+  for (index_t w : widths) n += w;
+  const stress::Problem<T> p = stress::problems<T>(m, n, k, 41).front();  // uniform
+  std::vector<T> A = p.A, B = p.B;
+  if (ta != Op::N)
+    for (index_t h = 0; h < k; ++h)
+      for (index_t i = 0; i < m; ++i) A[h + i * k] = ta == Op::C ? conj_if(p.A[i + h * m]) : p.A[i + h * m];
+  if (wide_second_part > 0) {  // the second part's entries times 2^s, s in [-spread, spread]: more moduli
+    std::mt19937 g(7);
+    std::uniform_int_distribution<int> sc(-int(wide_second_part), int(wide_second_part));
+    for (index_t t = widths[0] * k; t < (widths[0] + widths[1]) * k; ++t) B[t] *= real_t<T>(std::ldexp(1.0, sc(g)));
+  }
+  std::vector<T> A2 = A;  // another buffer; with other values where other_a
+  if (other_a)
+    for (T& x : A2) x = x * real_t<T>(0.75) + real_t<T>(0.125);
+  const index_t lda = ta == Op::N ? m : k;
+  int expect = 0, held_N = 0;
+  std::vector<int> moduli;
+  index_t j0 = 0;
+  for (std::size_t q = 0; q < widths.size(); ++q) {
+    std::vector<T> Cq(std::size_t(m) * widths[q]);
+    const ozaki::HostResult h = ozaki::host_gemm<T>(ozaki::accuracy_or_throw(accuracy), 0, 0, ta, Op::N, m, widths[q], k, T(1),
+                                                    (q == 1 && other_a ? A2 : A).data(), lda, B.data() + j0 * k, k,
+                                                    T(0), Cq.data(), m);
+    j0 += widths[q];
+    moduli.push_back(h.emulated() ? h.choice.N : 0);
+    if (!h.emulated()) continue;
+    expect += q > 0 && h.choice.N == held_N && !(q == 1 && other_a) && !none_held;
+    held_N = h.choice.N;
+  }
+  if (wide_second_part > 0) ASSERT_NE(moduli[0], moduli[1]) << "the case needs parts of different moduli";
+  EngineOptions o;
+  o.accuracy = accuracy;
+  auto plain = make_engine("gpu-ozaki", o);
+  auto reusing = make_engine("gpu-ozaki", o);
+  const std::vector<T> C1 = in_parts<T>(*plain, ta, m, k, widths, A, B, false, other_a ? &A2 : nullptr);
+  const std::vector<T> C2 = in_parts<T>(*reusing, ta, m, k, widths, A, B, true, other_a ? &A2 : nullptr);
+  const std::string d = reusing->describe();
+  for (std::size_t t = 0; t < C1.size(); ++t) ASSERT_EQ(C1[t], C2[t]) << t << " " << d;
+  if (expect > 0) EXPECT_NE(d.find(", " + std::to_string(expect) + " on op(A)'s slices of the product before"), std::string::npos) << d;
+  else EXPECT_EQ(d.find("on op(A)'s slices"), std::string::npos) << d;
+  EXPECT_EQ(plain->describe().find("on op(A)'s slices"), std::string::npos);
+}
+
+TEST(Int8Emulation, PartsOfBsColumnsReuseTheSlicesOfA) {
+  REQUIRE_GPU();
+  parts_reuse_a<float>(Op::N, 300, 700, {64, 50, 77});
+  parts_reuse_a<double>(Op::T, 129, 515, {40, 33});
+  parts_reuse_a<std::complex<float>>(Op::C, 70, 90, {30, 31});
+  parts_reuse_a<std::complex<double>>(Op::N, 33, 65, {17, 1, 16});
+  parts_reuse_a<float>(Op::N, 200, 16384, {96, 64});  // the bound's product in pairs
+  // a part with other moduli (accuracy max reads the exponent range): its own slices, held for
+  // the next part, which differs again; a part run natively (f64's range too wide) between two
+  // that share the slices
+  parts_reuse_a<float>(Op::N, 160, 300, {40, 40, 40}, 20, false, false, "max");
+  parts_reuse_a<double>(Op::T, 90, 400, {20, 30, 20}, 40, false, false, "max");
+  // the second part reads another buffer (other values) while it says kept: nothing reused
+  parts_reuse_a<double>(Op::N, 100, 200, {30, 30}, 0, true);
+  // slices larger than half the workspace cap: not held
+  ::setenv("DISTMM_EMULATION_WORKSPACE", "2M", 1);
+  parts_reuse_a<float>(Op::N, 400, 900, {50, 60}, 0, false, true);
+  ::unsetenv("DISTMM_EMULATION_WORKSPACE");
+}
+#endif
 
 TEST(Int8Emulation, AccuracyTargetsHoldOnStressInputs) {
   REQUIRE_GPU();

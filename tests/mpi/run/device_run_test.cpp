@@ -337,6 +337,30 @@ TEST(DeviceRun, CuboidOnEveryGridAndWithKSteps) {
     }
 }
 
+// Cuboid's first step in parts of B's columns with the emulation on GPUs: each part after the
+// first takes op(A)'s slices from the part before (ReuseOfA), with a verified result.
+TEST(DeviceRun, CuboidPartsReuseTheEmulationsSlicesOfA) {
+  if (emulated()) GTEST_SKIP() << "the INT8 emulation runs on GPUs only";
+  const int P = world_size();
+  if (P < 2) GTEST_SKIP() << "one rank: no parts";
+  for (int pm = 2; pm <= P; ++pm) {
+    if (P % pm) continue;
+    AlgoOptions ao;
+    ao.cuboid_grid = {pm, 1, P / pm};
+    ao.cuboid_steps = 1;
+    for (Dtype dt : {Dtype::f32, Dtype::f64, Dtype::c64})
+      for (const Case& c : {Case{67, 45, 300}, Case{9, 130, 17}}) {
+        const RunReport r = run_case("cuboid", "gpu-ozaki", dt, c, Verify::full, 2.0, false, ao);
+        const std::string what = std::to_string(pm) + "x1x" + std::to_string(P / pm) + " " + to_string(dt) + " " +
+                                 std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+        EXPECT_TRUE(r.passed) << what << ": " << r.verify;
+        // rank 0's parts: its own columns of B, then the rest
+        EXPECT_NE(r.engine_detail.find("on op(A)'s slices of the product before"), std::string::npos)
+            << what << ": " << r.engine_detail;
+      }
+  }
+}
+
 // SUMMA on a device reads a panel that is not broadcast (A's on one grid column, B's on one grid
 // row, both on one rank) in place, so its plan counts no buffer for it: with device memory for the
 // broadcast panels' two buffers of width k but not for the other operand's too, the panels stay
