@@ -110,6 +110,19 @@ class DeviceBuffer {
                "cudaMalloc");
     n_ = n;
   }
+  // reserve(n) without the throw: false (and the buffer empty, CUDA's error cleared) where the
+  // allocation fails.
+  bool try_reserve(std::size_t n) {
+    if (n <= n_) return true;
+    release();
+    if (cudaMalloc(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      p_ = nullptr;
+      return false;
+    }
+    n_ = n;
+    return true;
+  }
   T* get() const { return p_; }
   std::size_t size() const { return n_; }
   void release() {

@@ -531,7 +531,8 @@ struct Int8Emulation::Impl {
       return A == a && ta == t && m == mm && k == kk && lda == ld && dt == d;
     }
     // n bytes for a part, once the kernels that may still read its buffer are done; false (none
-    // held) where they would take more than half of the memory free.
+    // held, the buffer empty) where they would take more than half of the memory free or the
+    // allocation fails: holding is never worth an error.
     template <class B>
     static bool grow(B& buf, std::size_t n, cudaStream_t s) {
       if (buf.size() >= n) return true;
@@ -539,8 +540,7 @@ struct Int8Emulation::Impl {
       cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
       if (n > (f + buf.size()) / 2) return false;
       cuda_check(cudaStreamSynchronize(s), "sync");
-      buf.reserve(n);
-      return true;
+      return buf.try_reserve(n);
     }
     void release(cudaStream_t s) {
       forget();
@@ -686,7 +686,8 @@ bool Int8Emulation::gemm(cudaStream_t s, Op ta, Op tb, index_t m, index_t n, ind
                          const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc,
                          ReuseOfA reuse) {
   if (k > kMaxChunk) reuse = {};  // (held parts are one chunk's)
-  // A call that neither keeps nor takes op(A)'s parts gives their memory back.
+  // A call that neither keeps nor takes op(A)'s parts gives their memory back (a stream sync and
+  // cudaFree: once per multiply whose later cuboid steps run without parts).
   if (!reuse.keep && !reuse.kept) impl_->held.release(s);
   if (m <= 0 || n <= 0) return true;
   auto decline = [&](std::string why) {
@@ -732,17 +733,19 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   clock.mark("start", s);
   const int parts = cplx ? 2 : 1;
   const bool a_kcontig = ta != Op::N, b_kcontig = tb == Op::N;
-  // op(A)'s parts held by the call before (kept), and those this call holds for the next (keep)
+  // op(A)'s parts held by the call before (kept), and those this call holds for the next (keep;
+  // never under a workspace cap, which bounds all of the emulation's memory)
   Impl::HeldA& held = im.held;
   if (!(reuse.kept && held.is(A, ta, m, k, lda, dtype_of<T>()))) held.forget();
-  if (reuse.keep) held.A = A, held.ta = ta, held.m = m, held.k = k, held.lda = lda, held.dt = dtype_of<T>();
+  const bool keep = reuse.keep && !dry_run && !settings().emulation_workspace;
+  if (keep) held.A = A, held.ta = ta, held.m = m, held.k = k, held.lda = lda, held.dt = dtype_of<T>();
   struct Forget {  // what is held outlives this call only where it keeps it
     Impl::HeldA& h;
     bool keep;
     ~Forget() {
       if (!keep || std::uncaught_exceptions() > 0) h.forget();
     }
-  } forget_unless_kept{held, reuse.keep && !dry_run};
+  } forget_unless_keeping{held, keep};
 
   // 1. statistics, to pick N. (A larger buffer only once the last call's kernels, which may
   // still read the old one, are done.)
@@ -772,7 +775,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   }
   stats(b_kcontig, n, B, ldb, sb, flags + 1);
   cuda_check(cudaGetLastError(), "statistics kernel");
-  if (reuse.keep && !held.stats && Impl::HeldA::grow(held.stat_bytes, a_stat_bytes + sizeof(Flags), s)) {
+  if (keep && !held.stats && Impl::HeldA::grow(held.stat_bytes, a_stat_bytes + sizeof(Flags), s)) {
     cuda_check(cudaMemcpyAsync(held.stat_bytes.get(), sa, m * sizeof(OuterStat), cudaMemcpyDeviceToDevice, s), "D2D");
     cuda_check(cudaMemcpyAsync(held.stat_bytes.get() + a_stat_bytes, flags, sizeof(Flags), cudaMemcpyDeviceToDevice, s),
                "D2D");
@@ -914,7 +917,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       } else {
         OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, sa + i0, ea + i0, wk.a);
         if (const std::size_t bytes = std::size_t(zq->Kp) * OpA;
-            rows == m && reuse.keep && Impl::HeldA::grow(held.magnitude_slices, bytes, s)) {
+            rows == m && keep && Impl::HeldA::grow(held.magnitude_slices, bytes, s)) {
           cuda_check(cudaMemcpyAsync(held.magnitude_slices.get(), wk.a, bytes, cudaMemcpyDeviceToDevice, s), "D2D");
           held.magnitudes = kind, held.magnitude_rows = OpA;
         }
@@ -966,14 +969,18 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   exponents<<<unsigned((n + 255) / 256), 256, 0, s>>>(n, sb, bound, false, false, eb);
   cuda_check(cudaGetLastError(), "exponents kernel");
 
-  // 3. workspace. op(A)'s slices from the call before where it made them with this N (the
-  // same exponents: the same statistics and k); where this call keeps them, made into the held
-  // buffer if they take at most half the budget and fit whole beside the rest.
+  // 3. workspace (the budget again: the bound's pass may have held op(A)'s magnitudes). op(A)'s
+  // slices from the call before where it made them with this N (the same exponents: the same
+  // statistics and k); where this call keeps them, made into the held buffer if they take at
+  // most half the budget and of the memory free and fit whole beside the rest (held.N only once
+  // they are queued).
+  budget = budget_now();
   const std::size_t a_slice_bytes = align256(std::size_t(N) * round_up(k, 16) * round_up(parts * m, 16));
   const bool a_from_held = held.N == N;
+  if (!a_from_held) held.N = 0;
   std::optional<Sizes> fitted;
   bool a_elsewhere = false;
-  if (a_from_held || (reuse.keep && a_slice_bytes <= budget / 2 && Impl::HeldA::grow(held.slices, a_slice_bytes, s))) {
+  if (a_from_held || (keep && a_slice_bytes <= budget / 2 && Impl::HeldA::grow(held.slices, a_slice_bytes, s))) {
     budget = budget_now();
     fitted = fit(k, N, true);
     a_elsewhere = fitted.has_value();
@@ -995,7 +1002,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   int8_t* slices_b = wk.b;
   int* c32 = wk.c32;
   uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + 2 * z.c32);
-  if (std::string why = planned(z, wk); !why.empty()) return why;
+  Work timed_on = wk;  // (the INT8 plans are timed on the buffers they will read)
+  if (a_elsewhere) timed_on.a = slices_a;
+  if (std::string why = planned(z, timed_on); !why.empty()) return why;
   // (serial under the profile, so that each pass's time is its own)
   const bool overlap = !clock.on;
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;

@@ -48,9 +48,9 @@ class Int8Emulation {
 
   // C = alpha op(A) op(B) + beta C on `stream` (device pointers); false when declined (nothing
   // done): the caller then runs the native product. reuse (node/engine.hpp): keep holds op(A)'s
-  // statistics, magnitudes and slices for the next call (where k is one chunk, the slices take
-  // at most half the free memory and fit whole), and kept takes them from the previous call:
-  // the same integers, so the same result bit for bit.
+  // statistics, magnitudes and slices for the next call (where k is one chunk, no workspace cap
+  // is set, and the slices take at most half of the memory free and fit whole), and kept takes
+  // them from the previous call: the same integers, so the same result bit for bit.
   template <class T>
   bool gemm(cudaStream_t stream, Op ta, Op tb, index_t m, index_t n, index_t k, T alpha,
             const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C, index_t ldc, ReuseOfA reuse = {});

@@ -34,10 +34,11 @@ struct EngineOptions {
 
 // op(A) across consecutive device calls (cuboid's first step, cut by B's columns into a part
 // that starts before the rest of B arrives): keep lets the engine hold what it derives from
-// op(A) (an emulation's statistics and slices) for the next call; kept says that op(A) is the
-// previous call's, the same memory with the same values, and that call had keep. The engine
-// checks the pointer, op, shape and lda and otherwise derives anew; an engine that derives
-// nothing from op(A) ignores both, as does every host-staged call.
+// op(A) (an emulation's statistics and slices) for the next call; kept is the caller's word
+// that op(A) is the previous call's, the same memory with the same values. The engine keeps
+// nothing past a call without keep, checks the pointer, op, shape and lda, and otherwise
+// derives anew; an engine that derives nothing from op(A) ignores both, as does every
+// host-staged call.
 struct ReuseOfA {
   bool keep = false, kept = false;
 };

@@ -367,7 +367,8 @@ T conj_if(T x) {
 // (or run natively), or the case would not be the one it is meant to be.
 template <class T>
 void parts_reuse_a(Op ta, index_t m, index_t k, std::vector<index_t> widths, double wide_second_part = 0,
-                   bool other_a = false, bool none_held = false, const std::string& accuracy = "native") {
+                   bool other_a = false, bool none_held = false, const std::string& accuracy = "native",
+                   const std::string& engine = "gpu-ozaki") {
   index_t n = 0;
   for (index_t w : widths) n += w;
   const stress::Problem<T> p = stress::problems<T>(m, n, k, 41).front();  // uniform
@@ -401,8 +402,8 @@ void parts_reuse_a(Op ta, index_t m, index_t k, std::vector<index_t> widths, dou
   if (wide_second_part > 0) ASSERT_NE(moduli[0], moduli[1]) << "the case needs parts of different moduli";
   EngineOptions o;
   o.accuracy = accuracy;
-  auto plain = make_engine("gpu-ozaki", o);
-  auto reusing = make_engine("gpu-ozaki", o);
+  auto plain = make_engine(engine, o);
+  auto reusing = make_engine(engine, o);
   const std::vector<T> C1 = in_parts<T>(*plain, ta, m, k, widths, A, B, false, other_a ? &A2 : nullptr);
   const std::vector<T> C2 = in_parts<T>(*reusing, ta, m, k, widths, A, B, true, other_a ? &A2 : nullptr);
   const std::string d = reusing->describe();
@@ -426,7 +427,9 @@ TEST(Int8Emulation, PartsOfBsColumnsReuseTheSlicesOfA) {
   parts_reuse_a<double>(Op::T, 90, 400, {20, 30, 20}, 40, false, false, "max");
   // the second part reads another buffer (other values) while it says kept: nothing reused
   parts_reuse_a<double>(Op::N, 100, 200, {30, 30}, 0, true);
-  // slices larger than half the workspace cap: not held
+  // gpu-winograd-ozaki where its product runs no level: the caller's flags reach the emulation
+  parts_reuse_a<double>(Op::N, 150, 333, {40, 41}, 0, false, false, "native", "gpu-winograd-ozaki");
+  // under a workspace cap (which bounds all of the emulation's memory) nothing is held
   ::setenv("DISTMM_EMULATION_WORKSPACE", "2M", 1);
   parts_reuse_a<float>(Op::N, 400, 900, {50, 60}, 0, false, true);
   ::unsetenv("DISTMM_EMULATION_WORKSPACE");
