@@ -423,7 +423,10 @@ std::string MultiplyPlan::algorithm_layout() const {
            " grid's own block-cyclic layout, " + x.direct.detail();
   return x.algo ? x.algo->layout() : "none";
 }
-double MultiplyPlan::error_growth() const { return impl_->algo ? impl_->algo->error_growth() : 1.0; }
+double MultiplyPlan::error_growth() const {
+  const double engine = impl_->engine ? impl_->engine->error_growth() : 1.0;  // (levels that ran)
+  return (impl_->algo ? impl_->algo->error_growth() : 1.0) * engine;
+}
 bool MultiplyPlan::strassen_like() const { return impl_->algo && impl_->algo->strassen_like(); }
 CommEstimate MultiplyPlan::words() const {
   return impl_->direct ? impl_->direct.analytic() : impl_->algo ? impl_->algo->analytic() : CommEstimate{};

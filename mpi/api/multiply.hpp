@@ -116,8 +116,10 @@ class MultiplyPlan {
   Dtype dtype() const;
   const DistAlgorithm& algorithm() const;
   std::string algorithm_name() const;  // "summa", ... with its layout: algorithm().layout()
-  // The algorithm's grid and steps (algorithm().layout(), or the block-cyclic schedule's), its
-  // factor on the classical rounding-error bound and whether it is Strassen-like.
+  // The algorithm's grid and steps (algorithm().layout(), or the block-cyclic schedule's), the
+  // factor on the classical rounding-error bound (the algorithm's times this rank's engine's for
+  // the Strassen-like levels it has run so far: 1 for a classical engine, and before the first
+  // execute) and whether the algorithm is Strassen-like.
   std::string algorithm_layout() const;
   double error_growth() const;
   bool strassen_like() const;

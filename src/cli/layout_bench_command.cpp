@@ -198,7 +198,7 @@ int bench(const LayoutBenchOptions& o, const Problem& pr, const Comm& world, std
   // The check: against PDGEMM, every element's difference within both products' rounding
   // bound, 2 gamma_k (|A| |B|)_ij <= 2 (k + 2) u k max|A| max|B| (the tolerance of verify.hpp,
   // widened by the algorithm's growth), reported relative to k max|A| max|B|.
-  const double growth = plan.error_growth();
+  const double growth = world.allreduce_max_uncounted(plan.error_growth());  // (the levels each rank's engine ran)
   nlohmann::json check;
   bool passed = true;
   if (pdgemm) {

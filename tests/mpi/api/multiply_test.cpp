@@ -437,6 +437,25 @@ TEST(Multiply, AccuracyTargetPerPlan) {
   EXPECT_NE(message("0").find("use native, max"), std::string::npos);
 }
 
+// The plan's error factor counts the Strassen-like levels its engine ran (Winograd's one level:
+// 18 on the classical bound; Higham, Sec. 23.2.2), on the ranks whose products recursed: 1
+// before the first execute, then 18 (the most over the ranks), with an exact result.
+TEST(Multiply, ErrorGrowthCountsTheEnginesLevels) {
+  Comm world = Comm::world();
+  const int P = world.size();
+  const index_t m = 96, n = 80, k = 112;
+  const Layout a = Layout::row_slabs(m, k, Layout::even_sizes(m, P)), b = Layout::col_slabs(k, n, Layout::even_sizes(n, P)),
+               c = Layout::row_slabs(m, n, Layout::even_sizes(m, P));
+  MultiplyOptions o;
+  o.algorithm = Algorithm::summa;
+  o.engine = "winograd";
+  o.engine_options.levels = 1, o.engine_options.cutoff = 2;
+  MultiplyPlan plan(world, Dtype::f64, Op::N, a, Op::N, b, c, o);
+  EXPECT_EQ(world.allreduce_max_uncounted(plan.error_growth()), 1.0);
+  EXPECT_EQ(check_multiply<double>(plan, Op::N, a, Op::N, b, c, 1.0, 0.0), 0);
+  EXPECT_EQ(world.allreduce_max_uncounted(plan.error_growth()), 18.0);
+}
+
 // Device memory described differently on different ranks, or without a way to compute on it, is
 // refused on every rank with one message (MemoryUnsupported, the C API's DISTMM_ERR_UNSUPPORTED);
 // host and device memory mixed is taken.
