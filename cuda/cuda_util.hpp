@@ -103,25 +103,13 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   ~DeviceBuffer() { release(); }
-  void reserve(std::size_t n) {
-    if (n <= n_) return;
-    release();
-    cuda_check(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T)),
-               "cudaMalloc");
-    n_ = n;
-  }
+  void reserve(std::size_t n) { cuda_check(allocate(n), "cudaMalloc"); }
   // reserve(n) without the throw: false (and the buffer empty, CUDA's error cleared) where the
   // allocation fails.
   bool try_reserve(std::size_t n) {
-    if (n <= n_) return true;
-    release();
-    if (cudaMalloc(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      p_ = nullptr;
-      return false;
-    }
-    n_ = n;
-    return true;
+    if (allocate(n) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
   }
   T* get() const { return p_; }
   std::size_t size() const { return n_; }
@@ -132,6 +120,14 @@ class DeviceBuffer {
   }
 
  private:
+  cudaError_t allocate(std::size_t n) {
+    if (n <= n_) return cudaSuccess;
+    release();
+    const cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&p_), std::max<std::size_t>(n, 1) * sizeof(T));
+    if (e != cudaSuccess) p_ = nullptr;
+    else n_ = n;
+    return e;
+  }
   T* p_ = nullptr;
   std::size_t n_ = 0;
 };

@@ -975,13 +975,13 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // most half the budget and of the memory free and fit whole beside the rest (held.N only once
   // they are queued).
   budget = budget_now();
-  const std::size_t a_slice_bytes = align256(std::size_t(N) * round_up(k, 16) * round_up(parts * m, 16));
+  const std::size_t a_slice_bytes = sizes_for(m, 16, k, cplx, N, 16).slices_a;  // (whole rows)
   const bool a_from_held = held.N == N;
   if (!a_from_held) held.N = 0;
   std::optional<Sizes> fitted;
   bool a_elsewhere = false;
   if (a_from_held || (keep && a_slice_bytes <= budget / 2 && Impl::HeldA::grow(held.slices, a_slice_bytes, s))) {
-    budget = budget_now();
+    if (!a_from_held) budget = budget_now();  // (less free now)
     fitted = fit(k, N, true);
     a_elsewhere = fitted.has_value();
     if (!a_elsewhere) {  // (they do not fit whole beside the rest: give them back)
@@ -996,6 +996,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
            " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
   const Sizes z = *fitted;
+  const bool a_reused = a_from_held && a_elsewhere;
   const index_t nb = z.nb;
   const Work wk = carve(z);
   int8_t* slices_a = a_elsewhere ? held.slices.get() : wk.a;
@@ -1020,7 +1021,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   }
   blocks(z, [&](index_t i0, index_t rows) {
     const index_t OpA = round_up(parts * rows, 16);
-    if (!(a_elsewhere && held.N == N)) {
+    if (!a_reused) {
       slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA);
       clock.mark("slices A", s);
     }
@@ -1071,7 +1072,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   });
   clock.report(m, n, k, N);
   stats_.chose(choice);
-  stats_.reused_a += a_from_held && a_elsewhere;
+  stats_.reused_a += a_reused;
   return "";
 }
 

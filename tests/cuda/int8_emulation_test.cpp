@@ -15,9 +15,8 @@
 #include <random>
 
 #ifdef DISTMM_HAVE_CUDA
-#include <cuda_runtime.h>
+#include "cuda/cuda_util.hpp"
 #endif
-#include <optional>
 
 #include "cuda/device_info.hpp"
 #include "cuda/ozaki_accuracy.hpp"
@@ -316,19 +315,11 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
 // part before. The same integers, so bit for bit what an engine without it gives; where the
 // parts' moduli differ, op(A) is another buffer, or the slices do not fit, it derives them anew.
 template <class T>
-struct OnDevice {
-  T* p = nullptr;
-  explicit OnDevice(const std::vector<T>& h) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(h.size(), 1) * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~OnDevice() { cudaFree(p); }
-  std::vector<T> get(std::size_t n) const {
-    std::vector<T> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-  }
-};
+DeviceBuffer<T> on_device(const std::vector<T>& h) {
+  DeviceBuffer<T> d(h.size());
+  EXPECT_EQ(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
+}
 
 // C's parts op(A) B(:, part) by `e`; `second_a`: the second part reads that buffer instead (other
 // values) while it says kept, which the engine must notice.
@@ -338,21 +329,21 @@ std::vector<T> in_parts(Engine& e, Op ta, index_t m, index_t k, const std::vecto
                         const std::vector<T>* second_a = nullptr) {
   index_t n = 0;
   for (index_t w : widths) n += w;
-  OnDevice<T> a(A), b(B), c(std::vector<T>(std::size_t(m) * n, T(0)));
-  std::optional<OnDevice<T>> a2;
-  if (second_a) a2.emplace(*second_a);
+  std::vector<T> C(std::size_t(m) * n, T(0));
+  DeviceBuffer<T> a = on_device(A), b = on_device(B), c = on_device(C), a2 = on_device(second_a ? *second_a : A);
   const index_t lda = ta == Op::N ? m : k;
   const T one(1), zero(0);
   index_t j0 = 0;
   for (std::size_t q = 0; q < widths.size(); ++q) {
     const ReuseOfA r = reuse ? ReuseOfA{q + 1 < widths.size(), q > 0} : ReuseOfA{};
-    const T* Aq = q == 1 && a2 ? a2->p : a.p;
-    e.gemm_device_call({dtype_of<T>(), ta, Op::N, m, widths[q], k, &one, Aq, lda, b.p + j0 * k, k, &zero,
-                        c.p + j0 * m, m, r});
+    const T* Aq = q == 1 && second_a ? a2.get() : a.get();
+    e.gemm_device_call({dtype_of<T>(), ta, Op::N, m, widths[q], k, &one, Aq, lda, b.get() + j0 * k, k, &zero,
+                        c.get() + j0 * m, m, r});
     j0 += widths[q];
   }
   EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(e.device_queue())), cudaSuccess);
-  return c.get(std::size_t(m) * n);
+  EXPECT_EQ(cudaMemcpy(C.data(), c.get(), C.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return C;
 }
 
 template <class T>
