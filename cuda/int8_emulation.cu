@@ -50,6 +50,9 @@ constexpr int kMax = ozaki::kMaxModuli;
 using ozaki::scale_bound;
 // int32 sums of k products of int8 residues (|r| <= 128) are exact while k * 2^14 < 2^31.
 constexpr index_t kMaxChunk = 131056;  // a multiple of 16 below 2^17
+// The smallest rows, columns and k at which DISTMM_EMULATION_LEVEL=auto takes a Winograd level
+// in the residues (measured: docs/performance.md, "Session 31").
+constexpr index_t kLevelFrom = 16384;
 
 // f(std::integral_constant<int, l>) for l = 0 .. N-1: every modulus is a compile-time constant
 // inside f, so its divisions become multiplications.
@@ -313,6 +316,70 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
   }
 }
 
+// One exact Winograd level in the residues (ozaki::winograd_a / winograd_b): from the four
+// quadrants of the slice of modulus L (Kh = Kp / 2 h's by Oh = Op / 2 outer indices each, ld Kp),
+// the four sums into the same positions of `sums`. Quadrant q = 2 r + c: for op(A), r is the
+// half of its rows (outer index) and c that of k; for op(B), r is the half of k and c that of
+// its columns. Each thread takes 4 consecutive h (one char4 per quadrant).
+template <int L, bool OfA>
+__global__ void winograd_sums(index_t Kh, index_t Oh, index_t Kp, const int8_t* X, int8_t* sums) {
+  constexpr int mod = modulus(L);
+  const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
+  if (h0 >= Kh) return;
+  for (index_t o = blockIdx.y; o < Oh; o += gridDim.y) {
+    index_t at[4];
+    char4 in[4], out[4];
+    for (int q = 0; q < 4; ++q) {
+      const int r = q >> 1, c = q & 1;
+      at[q] = h0 + (OfA ? c : r) * Kh + (o + (OfA ? r : c) * Oh) * Kp;
+      in[q] = *reinterpret_cast<const char4*>(X + at[q]);
+    }
+    auto lane = [&](auto get, auto put) {
+      int v[4], w[4];
+      for (int q = 0; q < 4; ++q) v[q] = get(in[q]);
+      if constexpr (OfA) ozaki::winograd_a<mod>(v, w);
+      else ozaki::winograd_b<mod>(v, w);
+      for (int q = 0; q < 4; ++q) put(out[q], char(w[q]));
+    };
+    lane([](char4 c) { return int(c.x); }, [](char4& c, char v) { c.x = v; });
+    lane([](char4 c) { return int(c.y); }, [](char4& c, char v) { c.y = v; });
+    lane([](char4 c) { return int(c.z); }, [](char4& c, char v) { c.z = v; });
+    lane([](char4 c) { return int(c.w); }, [](char4& c, char v) { c.w = v; });
+    for (int q = 0; q < 4; ++q) *reinterpret_cast<char4*>(sums + at[q]) = out[q];
+  }
+}
+
+// One modulus after a Winograd level: the seven quarter products P1..P7 (hr x hw each, ld hr,
+// `quarter` ints apart), each reduced mod m (so that the sums of four stay small), combined into
+// C's quadrants (ozaki::winograd_c) and folded as fold_residue folds, into R (2 hr x 2 hw, ld
+// 2 hr). Four consecutive i per thread (hr is a multiple of 16).
+template <int L>
+__global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t quarter, int y, uint8_t* R) {
+  constexpr int mod = modulus(L);
+  const index_t i = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
+  if (i >= hr) return;
+  const index_t ld = 2 * hr;
+  for (index_t j = blockIdx.y; j < hw; j += gridDim.y) {
+    int4 p4[7];
+    for (int r = 0; r < 7; ++r) p4[r] = *reinterpret_cast<const int4*>(P + r * quarter + i + j * hr);
+    uchar4 out[4];
+    auto lane = [&](auto get, auto put) {
+      int p[7], c[4];
+      for (int r = 0; r < 7; ++r) p[r] = get(p4[r]) % mod;
+      ozaki::winograd_c(p, c);
+      for (int q = 0; q < 4; ++q) put(out[q], uint8_t(ozaki::fold<mod>(c[q], y)));
+    };
+    lane([](int4 c) { return c.x; }, [](uchar4& u, uint8_t v) { u.x = v; });
+    lane([](int4 c) { return c.y; }, [](uchar4& u, uint8_t v) { u.y = v; });
+    lane([](int4 c) { return c.z; }, [](uchar4& u, uint8_t v) { u.z = v; });
+    lane([](int4 c) { return c.w; }, [](uchar4& u, uint8_t v) { u.w = v; });
+    *reinterpret_cast<uchar4*>(R + i + j * ld) = out[0];              // C11
+    *reinterpret_cast<uchar4*>(R + i + (j + hw) * ld) = out[1];       // C12
+    *reinterpret_cast<uchar4*>(R + i + hr + j * ld) = out[2];         // C21
+    *reinterpret_cast<uchar4*>(R + i + hr + (j + hw) * ld) = out[3];  // C22
+  }
+}
+
 // The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
 // S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR), mp x wp of
 // it; step 2: rows and columns in pairs (pair_outer), each pair's larger norms.
@@ -461,6 +528,27 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
   }
 }
 
+template <int L = 0>
+void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t* X, int8_t* sums, cudaStream_t s) {
+  if constexpr (L < kMax) {
+    if (l != L) return launch_winograd_sums<L + 1>(l, of_a, Kp, Op, X, sums, s);
+    const index_t Kh = Kp / 2, Oh = Op / 2;
+    const dim3 grid(unsigned((Kh / 4 + 127) / 128), unsigned(std::min<index_t>(Oh, 65535)));
+    if (of_a) winograd_sums<L, true><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
+    else winograd_sums<L, false><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
+  }
+}
+
+template <int L = 0>
+void launch_fold_winograd(int l, index_t hr, index_t hw, const int* P, std::size_t quarter, int y, uint8_t* R,
+                          cudaStream_t s) {
+  if constexpr (L < kMax) {
+    if (l != L) return launch_fold_winograd<L + 1>(l, hr, hw, P, quarter, y, R, s);
+    const dim3 grid(unsigned((hr / 4 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
+    fold_winograd<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+  }
+}
+
 index_t round_up(index_t x, index_t to) { return (x + to - 1) / to * to; }
 std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 
@@ -505,7 +593,7 @@ struct Int8Emulation::Impl {
   DeviceBuffer<unsigned char> stats;  // per row and column: statistics and exponents; flags
   DeviceBuffer<unsigned char> lt_work;
   PinnedBuffer<Flags> flags_host;
-  std::map<std::tuple<index_t, index_t, index_t>, LtPlan> plans;
+  std::map<std::tuple<index_t, index_t, index_t, index_t>, LtPlan> plans;  // (rows, cols, Kp, ld)
   std::optional<std::pair<std::string, int>> gpu;  // the device's name and SMs, once a tuned entry is looked up
   // The fold of modulus l runs on its own stream while the INT8 product of modulus l + 1 runs
   // (two int32 buffers, used in turn).
@@ -561,12 +649,14 @@ struct Int8Emulation::Impl {
   // tuned_config), timed once on the call's own operands, the fastest kept for the shape (the
   // heuristic's first choice is not always the fastest INT8 kernel; seed 000's tuning applied
   // to the products). The tuned one only joins the race, so a stale entry costs nothing.
-  // (null when cuBLASLt has no candidate for the shape)
-  LtPlan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A, const int8_t* B, int* C) {
-    const auto key = std::make_tuple(rows, cols, Kp);
+  // (null when cuBLASLt has no candidate for the shape; ld: the operands' leading dimension,
+  // Kp where 0, larger for the quadrants of a Winograd level)
+  LtPlan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A, const int8_t* B, int* C,
+               index_t ld = 0) {
+    const auto key = std::make_tuple(rows, cols, Kp, ld);
     auto it = plans.find(key);
     if (it != plans.end()) return &it->second;
-    LtPlan p = lt_int8_plan(rows, cols, Kp);
+    LtPlan p = lt_int8_plan(rows, cols, Kp, ld);
     struct Candidate {
       cublasLtMatmulAlgo_t algo;
       std::size_t workspace;
@@ -629,8 +719,8 @@ struct Int8Emulation::Impl {
   }
 
   void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
-                 const int8_t* B, int* C) {
-    LtPlan* found = plan(s, rows, cols, Kp, A, B, C);
+                 const int8_t* B, int* C, index_t ld = 0) {
+    LtPlan* found = plan(s, rows, cols, Kp, A, B, C, ld);
     if (!found) throw std::runtime_error("cuBLASLt offers no INT8 GEMM for this shape");  // planned before
     LtPlan& p = *found;
     const int one = 1, zero = 0;
@@ -651,11 +741,15 @@ int Int8Emulation::default_moduli(Dtype dt) {
 namespace {
 struct Sizes {
   index_t Kp, mb, OpA, nb, OpB;
-  std::size_t slices_a, slices_b, c32, residues, total;
+  std::size_t slices_a, slices_b, c32, residues, sums_a, sums_b, total;
+  bool level;  // room for a Winograd level in the residues: one modulus' sums, seven quarter products
 };
-// (a_held: op(A)'s slices live in the held buffer, not in the workspace)
-Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, bool a_held = false) {
+// (a_held: op(A)'s slices live in the held buffer, not in the workspace; level: with room for a
+// Winograd level in the residues)
+Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, bool a_held = false,
+                bool level = false) {
   Sizes z{};
+  z.level = level;
   const int parts = cplx ? 2 : 1;
   z.Kp = round_up(std::min(kk, kMaxChunk), 16);
   z.mb = m;
@@ -665,8 +759,11 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, 
   z.slices_a = a_held ? 0 : align256(std::size_t(N) * z.Kp * z.OpA);
   z.slices_b = align256(std::size_t(N) * z.Kp * z.OpB);
   z.c32 = align256(std::size_t(z.OpA) * z.OpB * sizeof(int));
+  if (level) z.c32 = std::max(z.c32, 7 * align256(std::size_t(z.OpA / 2) * (z.OpB / 2) * sizeof(int)));
   z.residues = align256(std::size_t(N) * parts * m * nb);
-  z.total = z.slices_a + z.slices_b + 2 * z.c32 + z.residues;
+  z.sums_a = level ? align256(std::size_t(z.Kp) * z.OpA) : 0;
+  z.sums_b = level ? align256(std::size_t(z.Kp) * z.OpB) : 0;
+  z.total = z.slices_a + z.slices_b + 2 * z.c32 + z.residues + z.sums_a + z.sums_b;
   return z;
 }
 }  // namespace
@@ -803,14 +900,16 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return std::min(std::size_t(double(f + im.work.size()) * 0.9), settings().emulation_workspace.value_or(SIZE_MAX));
   };
   std::size_t budget = budget_now();
-  // (a_held: op(A)'s slices in the held buffer, so whole rows only)
-  auto fit = [&](index_t kq, int NN, bool a_held = false) -> std::optional<Sizes> {
+  // (a_held: op(A)'s slices in the held buffer, so whole rows only; level: with room for a
+  // Winograd level in the residues where it needs no smaller blocks than the product without)
+  auto fit = [&](index_t kq, int NN, bool a_held = false, bool level = false) -> std::optional<Sizes> {
     for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
       if (a_held && mb < m) return std::nullopt;
       const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
       for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
-        const Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb, a_held);
+        Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb, a_held);
         if (zz.total <= budget) {
+          if (const Sizes zl = sizes_for(mb, n, kq, cplx, NN, nb, a_held, true); level && zl.total <= budget) zz = zl;
           im.work.reserve(zz.total);
           return zz;
         }
@@ -828,10 +927,25 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   struct Work {
     int8_t *a, *b;
     int* c32;
+    uint8_t* residues;
+    int8_t *sums_a, *sums_b;
   };
   auto carve = [&](const Sizes& zz) {
     int8_t* a = reinterpret_cast<int8_t*>(im.work.get());
-    return Work{a, a + zz.slices_a, reinterpret_cast<int*>(a + zz.slices_a + zz.slices_b)};
+    int8_t* c = a + zz.slices_a + zz.slices_b;
+    int8_t* r = c + 2 * zz.c32;
+    return Work{a, a + zz.slices_a, reinterpret_cast<int*>(c), reinterpret_cast<uint8_t*>(r),
+                r + zz.residues, r + zz.residues + zz.sums_a};
+  };
+  // One exact Winograd level in the residues (ozaki::winograd_a, kWinogradA; docs/accuracy.md)
+  // for a block of rows x w: real products whose halves are whole multiples of 16 (each
+  // quadrant a plain INT8 GEMM read in place), large enough that the INT8 work it saves
+  // outweighs the sums and the wider fold (DISTMM_EMULATION_LEVEL: auto, 0 never, 1 at any size).
+  const std::string& level_setting = settings().emulation_level;
+  const bool level_wanted = !cplx && level_setting != "0";
+  auto level_for = [&](const Sizes& zz, index_t rows, index_t w) {
+    return zz.level && rows % 32 == 0 && w % 32 == 0 && zz.Kp % 32 == 0 &&
+           (level_setting == "1" || std::min({rows, w, zz.Kp}) >= kLevelFrom);
   };
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
@@ -873,6 +987,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32))
           return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
                  std::to_string(zz.Kp);
+        if (step == 1 && level_for(zz, r, w) && !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp))
+          return "cuBLASLt offers no INT8 GEMM for the quadrants " + std::to_string(OpA / 2) + " x " +
+                 std::to_string(OpB / 2) + " x " + std::to_string(zz.Kp / 2);
       }
     return "";
   };
@@ -982,7 +1099,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   bool a_elsewhere = false;
   if (a_from_held || (keep && a_slice_bytes <= budget / 2 && Impl::HeldA::grow(held.slices, a_slice_bytes, s))) {
     if (!a_from_held) budget = budget_now();  // (less free now)
-    fitted = fit(k, N, true);
+    fitted = fit(k, N, true, level_wanted);
     a_elsewhere = fitted.has_value();
     if (!a_elsewhere) {  // (they do not fit whole beside the rest: give them back)
       held.N = 0;
@@ -991,7 +1108,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       budget = budget_now();
     }
   }
-  if (!fitted) fitted = fit(k, N);
+  if (!fitted) fitted = fit(k, N, false, level_wanted);
   if (!fitted)
     return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
            " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
@@ -1002,7 +1119,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   int8_t* slices_a = a_elsewhere ? held.slices.get() : wk.a;
   int8_t* slices_b = wk.b;
   int* c32 = wk.c32;
-  uint8_t* residues = reinterpret_cast<uint8_t*>(reinterpret_cast<unsigned char*>(c32) + 2 * z.c32);
+  uint8_t* residues = wk.residues;
   Work timed_on = wk;  // (the INT8 plans are timed on the buffers they will read)
   if (a_elsewhere) timed_on.a = slices_a;
   if (std::string why = planned(z, timed_on); !why.empty()) return why;
@@ -1019,6 +1136,13 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     const std::complex<double> a(alpha), b(beta);
     al = make_double2(a.real(), a.imag()), be = make_double2(b.real(), b.imag());
   }
+  // Quadrant q = 2 r + c of a slice (Kp x Op, ld Kp): op(A)'s r halves its rows and c halves k,
+  // op(B)'s r halves k and c its columns.
+  auto quadrant = [&](bool of_a, index_t Op, int q) {
+    const index_t r = q >> 1, c = q & 1;
+    return std::size_t(of_a ? c : r) * (z.Kp / 2) + std::size_t(of_a ? r : c) * (Op / 2) * z.Kp;
+  };
+  bool any_level = false;
   blocks(z, [&](index_t i0, index_t rows) {
     const index_t OpA = round_up(parts * rows, 16);
     if (!a_reused) {
@@ -1031,20 +1155,41 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       const index_t OpB = round_up(parts * w, 16);
       slices(false, z, N, k, b_kcontig, w, b_cols(j0), ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
       clock.mark("slices B", s);
+      const bool level = level_for(z, rows, w);
+      any_level |= level;
       const std::size_t plane = std::size_t(parts) * rows * w;
+      const std::size_t quarter = z.c32 / 7 / 256 * 256 / sizeof(int);  // (each quarter product's ints)
       for (int l = 0; l < N; ++l) {
         const int slot = l % 2;
         int* product = c32 + slot * (z.c32 / sizeof(int));
         // the fold that read this buffer two moduli ago is done
         if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
-        im.int8_gemm(s, OpA, OpB, z.Kp, slices_a + l * std::size_t(z.Kp) * OpA, slices_b + l * std::size_t(z.Kp) * OpB,
-                     product);
+        const std::size_t at_a = l * std::size_t(z.Kp) * OpA, at_b = l * std::size_t(z.Kp) * OpB;
+        if (level) {  // this modulus' sums, then P1..P7 on the quadrants in place, each of half the rows, columns and k
+          launch_winograd_sums(l, true, z.Kp, OpA, slices_a + at_a, wk.sums_a, s);
+          launch_winograd_sums(l, false, z.Kp, OpB, slices_b + at_b, wk.sums_b, s);
+          cuda_check(cudaGetLastError(), "Winograd sums kernel");
+          clock.mark("Winograd sums", s);
+          for (int r = 0; r < 7; ++r) {
+            const ozaki::WinogradOperand oa = ozaki::kWinogradA[r], ob = ozaki::kWinogradB[r];
+            im.int8_gemm(s, OpA / 2, OpB / 2, z.Kp / 2,
+                         (oa.sum ? wk.sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant),
+                         (ob.sum ? wk.sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant),
+                         product + r * quarter, z.Kp);
+          }
+        } else {
+          im.int8_gemm(s, OpA, OpB, z.Kp, slices_a + at_a, slices_b + at_b, product);
+        }
         clock.mark("int8 gemm", s);
         if (overlap) {
           cuda_check(cudaEventRecord(im.product_done[slot].get(), s), "event");
           cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
         }
-        launch_fold(l, cplx, rows, w, product, OpA, ozaki::fold_coefficient(crt, l), residues + l * plane, fs);
+        if (level)
+          launch_fold_winograd(l, rows / 2, w / 2, product, quarter, ozaki::fold_coefficient(crt, l),
+                               residues + l * plane, fs);
+        else
+          launch_fold(l, cplx, rows, w, product, OpA, ozaki::fold_coefficient(crt, l), residues + l * plane, fs);
         cuda_check(cudaGetLastError(), "fold kernel");
         if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
         clock.mark("fold", s);
@@ -1073,6 +1218,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   clock.report(m, n, k, N);
   stats_.chose(choice);
   stats_.reused_a += a_reused;
+  stats_.residue_levels += any_level;
   return "";
 }
 

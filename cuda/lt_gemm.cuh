@@ -127,7 +127,9 @@ inline void lt_apply(cublasLtHandle_t h, const LtTypes& t, const GemmConfig& cfg
 
 // The descriptors of the INT8 emulation's products (no configuration yet): C (rows x cols, int32
 // sums) = A^T B, A Kp x rows and B Kp x cols int8, k-contiguous (the "TN" layout INT8 GEMMs want).
-inline LtPlan lt_int8_plan(index_t rows, index_t cols, index_t Kp) {
+// (ld: the operands' leading dimension, Kp where 0; a larger one reads quadrants in place)
+inline LtPlan lt_int8_plan(index_t rows, index_t cols, index_t Kp, index_t ld = 0) {
+  if (ld == 0) ld = Kp;
   LtPlan p;
   cublasLtMatmulDesc_t d = nullptr;
   cublas_check(cublasLtMatmulDescCreate(&d, kLtInt8.compute, kLtInt8.scale), "cublasLtMatmulDescCreate");
@@ -135,8 +137,8 @@ inline LtPlan lt_int8_plan(index_t rows, index_t cols, index_t Kp) {
   const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
   cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
   cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn);
-  p.a = lt_layout(kLtInt8.ab, Kp, rows, Kp);
-  p.b = lt_layout(kLtInt8.ab, Kp, cols, Kp);
+  p.a = lt_layout(kLtInt8.ab, Kp, rows, ld);
+  p.b = lt_layout(kLtInt8.ab, Kp, cols, ld);
   p.c = lt_layout(kLtInt8.cd, rows, cols, rows);
   return p;
 }

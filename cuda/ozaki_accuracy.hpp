@@ -242,6 +242,7 @@ struct Tally {
   long long product_calls = 0;  // products whose bound read the operands' |A||B|
   long long paired_calls = 0;   // ... of them in pairs of rows and columns
   long long reused_a = 0;       // products that took op(A)'s slices from the call before
+  long long residue_levels = 0;  // products that ran a Winograd level in the residues (exact)
   std::string last_fallback;  // why the last declined product was declined
 
   // One emulated product (or k-chunk) with the rule's choice.
@@ -277,6 +278,8 @@ struct Tally {
         if (paired_calls > 0) t += " (" + std::to_string(paired_calls) + " in pairs of rows and columns)";
       }
       if (reused_a > 0) t += ", " + std::to_string(reused_a) + " on op(A)'s slices of the product before";
+      if (residue_levels > 0)
+        t += ", " + std::to_string(residue_levels) + " with an exact Winograd level in the residues";
     }
     if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
     return t;

@@ -96,6 +96,60 @@ DISTMM_HD unsigned fold(I c, int y) {
   return unsigned((r * y) % m);
 }
 
+// One exact Strassen-Winograd level inside the modular arithmetic. The residue of a sum is the
+// sum of the residues (mod m), so the seven quadrant products of Winograd's variant (Douglas,
+// Heroux, Slishman, Smith 1994; seed 003, Fig. 3) give C's quadrants mod m exactly: the result
+// is the same integers, bit for bit, with 7/8 of the INT8 work and no error growth (Strassen's
+// growth comes from rounding, and nothing here rounds). The operands' sums stay symmetric
+// residues (one step back into the range), so they fit in int8 like the slices.
+template <int m>
+DISTMM_HD int sym_add(int a, int b) {  // a, b in [-(m/2), (m-1)/2]
+  int s = a + b;
+  if (s > (m - 1) / 2) s -= m;
+  else if (s < -(m / 2)) s += m;
+  return s;
+}
+template <int m>
+DISTMM_HD int sym_sub(int a, int b) {
+  return sym_add<m>(a, -b);  // (-b is at most m/2: one step still suffices)
+}
+// Quadrant q = 2 r + c: r the row half, c the column half (A11 A12 A21 A22).
+// op(A)'s sums S1..S4 and op(B)'s T1..T4, into s[0..3].
+template <int m>
+DISTMM_HD void winograd_a(const int (&a)[4], int (&s)[4]) {
+  s[0] = sym_add<m>(a[2], a[3]);  // S1 = A21 + A22
+  s[1] = sym_sub<m>(s[0], a[0]);  // S2 = S1 - A11
+  s[2] = sym_sub<m>(a[0], a[2]);  // S3 = A11 - A21
+  s[3] = sym_sub<m>(a[1], s[1]);  // S4 = A12 - S2
+}
+template <int m>
+DISTMM_HD void winograd_b(const int (&b)[4], int (&t)[4]) {
+  t[0] = sym_sub<m>(b[1], b[0]);  // T1 = B12 - B11
+  t[1] = sym_sub<m>(b[3], t[0]);  // T2 = B22 - T1
+  t[2] = sym_sub<m>(b[3], b[1]);  // T3 = B22 - B12
+  t[3] = sym_sub<m>(t[1], b[2]);  // T4 = T2 - B21
+}
+// The operands of P1..P7: a quadrant of the slices (sum false) or of the sums (S_{q+1}, T_{q+1}).
+// P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3.
+struct WinogradOperand {
+  bool sum;
+  int quadrant;
+};
+inline constexpr WinogradOperand kWinogradA[7] = {{false, 0}, {false, 1}, {true, 3}, {false, 3},
+                                                 {true, 0},  {true, 1},  {true, 2}};
+inline constexpr WinogradOperand kWinogradB[7] = {{false, 0}, {false, 2}, {false, 3}, {true, 3},
+                                                 {true, 0},  {true, 1},  {true, 2}};
+// C's quadrants from the products (any exact integers: the products' remainders mod m, say):
+// C11 = P1 + P2, C12 = P1 + P6 + P5 + P3, C21 = P1 + P6 + P7 - P4, C22 = P1 + P6 + P7 + P5.
+template <class I>
+DISTMM_HD void winograd_c(const I (&p)[7], I (&c)[4]) {
+  const I u2 = p[0] + p[5], u3 = u2 + p[6];
+  c[0] = p[0] + p[1];
+  c[1] = u2 + p[4] + p[2];
+  c[2] = u3 - p[3];
+  c[3] = u3 + p[4];
+}
+
 // 128-bit unsigned integers as two words (the device has no native 128-bit multiply).
 struct U128 {
   std::uint64_t lo = 0, hi = 0;

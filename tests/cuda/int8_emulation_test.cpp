@@ -309,6 +309,72 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
   capped_is_identical<float>(Op::N, Op::N, 1001, 37, 1500);  // few columns: row blocks, the bound's pairs too
 }
 
+template <class T>
+T conj_if(T x) {
+  if constexpr (is_complex_v<T>) return std::conj(x);
+  else return x;
+}
+
+// One exact Winograd level in the residues (DISTMM_EMULATION_LEVEL=1: seven quadrant products
+// per modulus): the same integers, so bit for bit the product without it (=0), and the report
+// says whether it ran. Real products whose rows, columns and k are multiples of 32 take it; a
+// workspace cap makes blocks and panels of which only some can; complex products, k with an odd
+// half and rows of an odd half run without it.
+template <class T>
+void level_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k, bool expect_level, const char* cap = nullptr,
+                        int moduli = 0, T beta = T(0)) {
+  const stress::Problem<T> p = stress::problems<T>(m, n, k, 17).front();  // uniform
+  std::vector<T> A = p.A, B = p.B;  // stored as op() asks
+  if (ta != Op::N)
+    for (index_t h = 0; h < k; ++h)
+      for (index_t i = 0; i < m; ++i) A[h + i * k] = ta == Op::C ? conj_if(p.A[i + h * m]) : p.A[i + h * m];
+  if (tb != Op::N)
+    for (index_t j = 0; j < n; ++j)
+      for (index_t h = 0; h < k; ++h) B[j + h * n] = tb == Op::C ? conj_if(p.B[h + j * k]) : p.B[h + j * k];
+  const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
+  auto with = [&](const char* level, std::string& d) {
+    std::vector<T> C(std::size_t(m) * n);
+    for (std::size_t t = 0; t < C.size(); ++t) C[t] = T(real_t<T>(std::sin(double(t))));
+    ::setenv("DISTMM_EMULATION_LEVEL", level, 1);
+    if (cap) ::setenv("DISTMM_EMULATION_WORKSPACE", cap, 1);
+    EngineOptions o;
+    o.moduli = moduli;
+    auto e = make_engine("gpu-ozaki", o);
+    e->gemm(ta, tb, m, n, k, T(1.25), A.data(), lda, B.data(), ldb, beta, C.data(), m);
+    ::unsetenv("DISTMM_EMULATION_LEVEL");
+    ::unsetenv("DISTMM_EMULATION_WORKSPACE");
+    d = e->describe();
+    return C;
+  };
+  std::string d0, d1;
+  const std::vector<T> C0 = with("0", d0), C1 = with("1", d1);
+  const std::string said = "with an exact Winograd level in the residues";
+  EXPECT_EQ(d0.find(said), std::string::npos) << d0;
+  EXPECT_EQ(d1.find(said) != std::string::npos, expect_level) << d1;
+  EXPECT_EQ(d1.find("run natively"), std::string::npos) << d1;
+  for (std::size_t t = 0; t < C0.size(); ++t)
+    ASSERT_EQ(C0[t], C1[t]) << t << " of " << m << "x" << n << "x" << k << " " << to_char(ta) << to_char(tb) << " " << d1;
+}
+
+TEST(Int8Emulation, AWinogradLevelInTheResiduesGivesTheSameBits) {
+  REQUIRE_GPU();
+  level_is_identical<double>(Op::N, Op::N, 64, 96, 160, true);
+  level_is_identical<float>(Op::T, Op::N, 128, 64, 96, true);
+  level_is_identical<double>(Op::T, Op::T, 96, 160, 64, true, nullptr, 0, 0.5);
+  level_is_identical<float>(Op::N, Op::T, 32, 32, 32, true, nullptr, 0, -2.0f);
+  level_is_identical<float>(Op::N, Op::N, 256, 256, 16384, true);  // the bound's product in pairs
+  level_is_identical<double>(Op::N, Op::N, 512, 288, 4096, true);   // 14 moduli: the split CRT
+  // a cap: row blocks and panels of which only some are halved (f32 7 moduli: blocks of 128 x 80
+  // rows and columns, the last panel 64 wide; f64 14 moduli: 160 x 48, the last panel 32), with
+  // the level's workspace beside them
+  level_is_identical<float>(Op::N, Op::T, 1024, 544, 1504, true, "2752512", 7);
+  level_is_identical<double>(Op::T, Op::N, 640, 320, 512, true, "1835008", 14);
+  // without it: k's half not a multiple of 16, rows' half odd, complex
+  level_is_identical<double>(Op::N, Op::N, 64, 64, 80, false);
+  level_is_identical<float>(Op::N, Op::N, 80, 64, 64, false);
+  level_is_identical<std::complex<float>>(Op::N, Op::C, 64, 64, 64, false);
+}
+
 #ifdef DISTMM_HAVE_CUDA
 // op(A) times B's columns in parts, one device call per part (cuboid's first step): with
 // ReuseOfA (keep, kept) the emulation takes op(A)'s statistics, magnitudes and slices from the
@@ -344,12 +410,6 @@ std::vector<T> in_parts(Engine& e, Op ta, index_t m, index_t k, const std::vecto
   EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(e.device_queue())), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(C.data(), c.get(), C.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   return C;
-}
-
-template <class T>
-T conj_if(T x) {
-  if constexpr (is_complex_v<T>) return std::conj(x);
-  else return x;
 }
 
 // The parts that take op(A)'s slices from the part before: those emulated with the moduli of

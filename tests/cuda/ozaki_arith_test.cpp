@@ -229,4 +229,84 @@ TEST(OzakiArith, TheAccuracyRulePicksModuliFromPrecisionAndExponentRange) {
   for (int N = 2; N < kMaxModuli; ++N) EXPECT_GT(scale_bound(N + 1, 100), scale_bound(N, 100) * 13.8);
 }
 
+// One Winograd level in the residues (winograd_a, winograd_b, kWinogradA/B, winograd_c): the
+// seven quadrant products of the residues' sums give C = A B mod m exactly, for every modulus,
+// on residues at the ends of the symmetric range too. The sums stay in the symmetric range.
+template <int m>
+void winograd_level_is_exact(int rows, int cols, int depth, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> any(-(m / 2), (m - 1) / 2), edge(0, 3);
+  auto residue = [&] {
+    switch (edge(g)) {
+      case 0: return -(m / 2);
+      case 1: return (m - 1) / 2;
+      default: return any(g);
+    }
+  };
+  const int R = 2 * rows, C = 2 * cols, K = 2 * depth;
+  std::vector<int> A(R * K), B(K * C);  // A(i, h) at i + h R, B(h, j) at h + j K
+  for (int& x : A) x = residue();
+  for (int& x : B) x = residue();
+  // quadrant q = 2 r + c of A (rows half r, k half c) and of B (k half r, columns half c)
+  auto a_q = [&](int q, int i, int h) { return A[(i + (q >> 1) * rows) + (h + (q & 1) * depth) * R]; };
+  auto b_q = [&](int q, int h, int j) { return B[(h + (q >> 1) * depth) + (j + (q & 1) * cols) * K]; };
+  std::vector<int> SA(4 * rows * depth), TB(4 * depth * cols);  // the sums, quadrant by quadrant
+  for (int i = 0; i < rows; ++i)
+    for (int h = 0; h < depth; ++h) {
+      int a[4], s[4];
+      for (int q = 0; q < 4; ++q) a[q] = a_q(q, i, h);
+      winograd_a<m>(a, s);
+      for (int q = 0; q < 4; ++q) {
+        ASSERT_GE(s[q], -(m / 2));
+        ASSERT_LE(s[q], (m - 1) / 2);
+        SA[(q * depth + h) * rows + i] = s[q];
+      }
+    }
+  for (int h = 0; h < depth; ++h)
+    for (int j = 0; j < cols; ++j) {
+      int b[4], t[4];
+      for (int q = 0; q < 4; ++q) b[q] = b_q(q, h, j);
+      winograd_b<m>(b, t);
+      for (int q = 0; q < 4; ++q) {
+        ASSERT_GE(t[q], -(m / 2));
+        ASSERT_LE(t[q], (m - 1) / 2);
+        TB[(q * cols + j) * depth + h] = t[q];
+      }
+    }
+  auto a_op = [&](int r, int i, int h) {
+    const WinogradOperand o = kWinogradA[r];
+    return o.sum ? SA[(o.quadrant * depth + h) * rows + i] : a_q(o.quadrant, i, h);
+  };
+  auto b_op = [&](int r, int h, int j) {
+    const WinogradOperand o = kWinogradB[r];
+    return o.sum ? TB[(o.quadrant * cols + j) * depth + h] : b_q(o.quadrant, h, j);
+  };
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      int p[7], c[4];
+      for (int r = 0; r < 7; ++r) {
+        int sum = 0;  // exact int32, as the INT8 GEMM forms it
+        for (int h = 0; h < depth; ++h) sum += a_op(r, i, h) * b_op(r, h, j);
+        p[r] = sum % m;  // (the fold's first step: any representative mod m will do)
+      }
+      winograd_c(p, c);
+      for (int q = 0; q < 4; ++q) {
+        const int ii = i + (q >> 1) * rows, jj = j + (q & 1) * cols;
+        long long direct = 0;
+        for (int h = 0; h < K; ++h) direct += (long long)A[ii + h * R] * B[h + jj * K];
+        EXPECT_EQ(((c[q] - direct) % m + m) % m, 0) << "m " << m << " quadrant " << q << " i " << i << " j " << j;
+      }
+    }
+}
+
+TEST(OzakiArith, AWinogradLevelInTheResiduesIsExact) {
+  winograd_level_is_exact<256>(3, 5, 7, 1);
+  winograd_level_is_exact<255>(4, 1, 9, 2);
+  winograd_level_is_exact<253>(1, 6, 2, 3);
+  winograd_level_is_exact<251>(5, 4, 11, 4);
+  winograd_level_is_exact<239>(2, 3, 64, 5);
+  winograd_level_is_exact<217>(6, 2, 5, 6);
+  winograd_level_is_exact<193>(3, 3, 1, 7);
+}
+
 }  // namespace

@@ -91,6 +91,9 @@ TEST(Settings, NamesFromTheirLists) {
   EXPECT_EQ(s.engine, "winograd");
   EXPECT_EQ(s.scalapack_direct, "ksplit");
   EXPECT_TRUE(s.device_comm_mpi);
+  EXPECT_EQ(from({}).emulation_level, "auto");
+  EXPECT_EQ(from({{"DISTMM_EMULATION_LEVEL", "0"}}).emulation_level, "0");
+  EXPECT_NE(error_of([] { from({{"DISTMM_EMULATION_LEVEL", "2"}}); }).find("DISTMM_EMULATION_LEVEL='2'"), std::string::npos);
   // ScaLAPACK cannot answer its own P?GEMM through the drop-in.
   const std::string algo = error_of([] { check_named_settings(from({{"DISTMM_ALGO", "scalapack"}})); });
   EXPECT_NE(algo.find("DISTMM_ALGO='scalapack' is not valid: use auto, summa"), std::string::npos) << algo;
