@@ -528,6 +528,34 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
   }
 }
 
+// The same for a complex product: its stacked operands' halves are the real and imaginary parts,
+// so the quadrants of C are RR, RI, IR and II (m x n each); Re = RR - II and Im = RI + IR are
+// folded into the two planes of R (m x n each, ld m), as fold_residue folds them.
+template <int L>
+__global__ void fold_winograd_complex(index_t m, index_t n, const int* P, std::size_t quarter, int y, uint8_t* R) {
+  constexpr int mod = modulus(L);
+  const index_t i = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
+  if (i >= m) return;
+  for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
+    int4 p4[7];
+    for (int r = 0; r < 7; ++r) p4[r] = *reinterpret_cast<const int4*>(P + r * quarter + i + j * m);
+    uchar4 re, im;
+    auto lane = [&](auto get, auto put) {
+      int p[7], c[4];
+      for (int r = 0; r < 7; ++r) p[r] = get(p4[r]) % mod;
+      ozaki::winograd_c(p, c);
+      put(re, uint8_t(ozaki::fold<mod>(c[0] - c[3], y)));
+      put(im, uint8_t(ozaki::fold<mod>(c[1] + c[2], y)));
+    };
+    lane([](int4 c) { return c.x; }, [](uchar4& u, uint8_t v) { u.x = v; });
+    lane([](int4 c) { return c.y; }, [](uchar4& u, uint8_t v) { u.y = v; });
+    lane([](int4 c) { return c.z; }, [](uchar4& u, uint8_t v) { u.z = v; });
+    lane([](int4 c) { return c.w; }, [](uchar4& u, uint8_t v) { u.w = v; });
+    *reinterpret_cast<uchar4*>(R + i + j * m) = re;
+    *reinterpret_cast<uchar4*>(R + m * n + i + j * m) = im;
+  }
+}
+
 template <int L = 0>
 void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t* X, int8_t* sums, cudaStream_t s) {
   if constexpr (L < kMax) {
@@ -539,13 +567,15 @@ void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t
   }
 }
 
+// (hr x hw: the quarter products' shape, the stacked operands' halves)
 template <int L = 0>
-void launch_fold_winograd(int l, index_t hr, index_t hw, const int* P, std::size_t quarter, int y, uint8_t* R,
-                          cudaStream_t s) {
+void launch_fold_winograd(int l, bool complex, index_t hr, index_t hw, const int* P, std::size_t quarter, int y,
+                          uint8_t* R, cudaStream_t s) {
   if constexpr (L < kMax) {
-    if (l != L) return launch_fold_winograd<L + 1>(l, hr, hw, P, quarter, y, R, s);
+    if (l != L) return launch_fold_winograd<L + 1>(l, complex, hr, hw, P, quarter, y, R, s);
     const dim3 grid(unsigned((hr / 4 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
-    fold_winograd<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    if (complex) fold_winograd_complex<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    else fold_winograd<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
   }
 }
 
@@ -938,14 +968,16 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
                 r + zz.residues, r + zz.residues + zz.sums_a};
   };
   // One exact Winograd level in the residues (ozaki::winograd_a, kWinogradA; docs/accuracy.md)
-  // for a block of rows x w: real products whose halves are whole multiples of 16 (each
-  // quadrant a plain INT8 GEMM read in place), large enough that the INT8 work it saves
-  // outweighs the sums and the wider fold (DISTMM_EMULATION_LEVEL: auto, 0 never, 1 at any size).
+  // for a block of rows x w: where the stacked operands' halves are whole multiples of 16 (each
+  // quadrant a plain INT8 GEMM read in place; for complex products the halves are the real and
+  // imaginary parts), large enough that the INT8 work it saves outweighs the sums and the wider
+  // fold (DISTMM_EMULATION_LEVEL: auto, 0 never, 1 at any size).
   const std::string& level_setting = settings().emulation_level;
-  const bool level_wanted = !cplx && level_setting != "0";
+  const bool level_wanted = level_setting != "0";
   auto level_for = [&](const Sizes& zz, index_t rows, index_t w) {
-    return zz.level && rows % 32 == 0 && w % 32 == 0 && zz.Kp % 32 == 0 &&
-           (level_setting == "1" || std::min({rows, w, zz.Kp}) >= kLevelFrom);
+    const index_t R = parts * rows, W = parts * w;
+    return zz.level && R % 32 == 0 && W % 32 == 0 && zz.Kp % 32 == 0 &&
+           (level_setting == "1" || std::min({R, W, zz.Kp}) >= kLevelFrom);
   };
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
@@ -1186,7 +1218,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
           cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
         }
         if (level)
-          launch_fold_winograd(l, rows / 2, w / 2, product, quarter, ozaki::fold_coefficient(crt, l),
+          launch_fold_winograd(l, cplx, OpA / 2, OpB / 2, product, quarter, ozaki::fold_coefficient(crt, l),
                                residues + l * plane, fs);
         else
           launch_fold(l, cplx, rows, w, product, OpA, ozaki::fold_coefficient(crt, l), residues + l * plane, fs);

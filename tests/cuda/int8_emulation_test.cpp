@@ -317,9 +317,9 @@ T conj_if(T x) {
 
 // One exact Winograd level in the residues (DISTMM_EMULATION_LEVEL=1: seven quadrant products
 // per modulus): the same integers, so bit for bit the product without it (=0), and the report
-// says whether it ran. Real products whose rows, columns and k are multiples of 32 take it; a
-// workspace cap makes blocks and panels of which only some can; complex products, k with an odd
-// half and rows of an odd half run without it.
+// says whether it ran. Products whose stacked rows and columns (twice the complex ones) and k are
+// multiples of 32 take it; a workspace cap makes blocks and panels of which only some can; k or
+// rows whose halves are not multiples of 16 run without it.
 template <class T>
 void level_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k, bool expect_level, const char* cap = nullptr,
                         int moduli = 0, T beta = T(0)) {
@@ -369,10 +369,13 @@ TEST(Int8Emulation, AWinogradLevelInTheResiduesGivesTheSameBits) {
   // the level's workspace beside them
   level_is_identical<float>(Op::N, Op::T, 1024, 544, 1504, true, "2752512", 7);
   level_is_identical<double>(Op::T, Op::N, 640, 320, 512, true, "1835008", 14);
-  // without it: k's half not a multiple of 16, rows' half odd, complex
+  // complex: the stacked operands' halves are the real and imaginary parts
+  level_is_identical<std::complex<float>>(Op::N, Op::C, 64, 64, 64, true);
+  level_is_identical<std::complex<double>>(Op::C, Op::T, 48, 80, 96, true, nullptr, 0, std::complex<double>(0.5, -1));
+  // without it: k's half not a multiple of 16, rows' half not a multiple of 16 (real and complex)
   level_is_identical<double>(Op::N, Op::N, 64, 64, 80, false);
   level_is_identical<float>(Op::N, Op::N, 80, 64, 64, false);
-  level_is_identical<std::complex<float>>(Op::N, Op::C, 64, 64, 64, false);
+  level_is_identical<std::complex<float>>(Op::N, Op::N, 40, 64, 64, false);
 }
 
 #ifdef DISTMM_HAVE_CUDA
