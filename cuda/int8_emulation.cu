@@ -225,7 +225,7 @@ struct SliceOut {
 // own residue mod 256, so one "slice" holds it.
 template <bool Magnitude, class T>
 __device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj) {
-  double v = ldexp(Parts<T>::get(x, p), e);
+  double v = ozaki::times_pow2(Parts<T>::get(x, p), e);
   if (Magnitude) return (long long)floor(fabs(v));
   if (conj && p == 1) v = -v;
   return __double2ll_rn(v);
@@ -320,32 +320,31 @@ __global__ void fold_residue(index_t m, index_t n, const int* C, index_t ldc, in
 // quadrants of the slice of modulus L (Kh = Kp / 2 h's by Oh = Op / 2 outer indices each, ld Kp),
 // the four sums into the same positions of `sums`. Quadrant q = 2 r + c: for op(A), r is the
 // half of its rows (outer index) and c that of k; for op(B), r is the half of k and c that of
-// its columns. Each thread takes 4 consecutive h (one char4 per quadrant).
+// its columns. Each thread takes 16 consecutive h (16 bytes per quadrant; Kh is a multiple of 16).
 template <int L, bool OfA>
 __global__ void winograd_sums(index_t Kh, index_t Oh, index_t Kp, const int8_t* X, int8_t* sums) {
   constexpr int mod = modulus(L);
-  const index_t h0 = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
+  struct alignas(16) Bytes {
+    int8_t b[16];
+  };
+  const index_t h0 = 16 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (h0 >= Kh) return;
   for (index_t o = blockIdx.y; o < Oh; o += gridDim.y) {
     index_t at[4];
-    char4 in[4], out[4];
+    Bytes in[4], out[4];
     for (int q = 0; q < 4; ++q) {
       const int r = q >> 1, c = q & 1;
       at[q] = h0 + (OfA ? c : r) * Kh + (o + (OfA ? r : c) * Oh) * Kp;
-      in[q] = *reinterpret_cast<const char4*>(X + at[q]);
+      in[q] = *reinterpret_cast<const Bytes*>(X + at[q]);
     }
-    auto lane = [&](auto get, auto put) {
+    for (int t = 0; t < 16; ++t) {
       int v[4], w[4];
-      for (int q = 0; q < 4; ++q) v[q] = get(in[q]);
+      for (int q = 0; q < 4; ++q) v[q] = in[q].b[t];
       if constexpr (OfA) ozaki::winograd_a<mod>(v, w);
       else ozaki::winograd_b<mod>(v, w);
-      for (int q = 0; q < 4; ++q) put(out[q], char(w[q]));
-    };
-    lane([](char4 c) { return int(c.x); }, [](char4& c, char v) { c.x = v; });
-    lane([](char4 c) { return int(c.y); }, [](char4& c, char v) { c.y = v; });
-    lane([](char4 c) { return int(c.z); }, [](char4& c, char v) { c.z = v; });
-    lane([](char4 c) { return int(c.w); }, [](char4& c, char v) { c.w = v; });
-    for (int q = 0; q < 4; ++q) *reinterpret_cast<char4*>(sums + at[q]) = out[q];
+      for (int q = 0; q < 4; ++q) out[q].b[t] = int8_t(w[q]);
+    }
+    for (int q = 0; q < 4; ++q) *reinterpret_cast<Bytes*>(sums + at[q]) = out[q];
   }
 }
 
@@ -494,7 +493,7 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
         each([&](auto lc, int t, unsigned b) { ozaki::crt_add(S[t], crt, decltype(lc)::value, b); });
         for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(S[t], crt);
       }
-      for (int t = 0; t < V; ++t) v[p][t] = ldexp(x[t], -(ei[t] + eb[j]));
+      for (int t = 0; t < V; ++t) v[p][t] = ozaki::times_pow2(x[t], -(ei[t] + eb[j]));
     }
     for (int t = 0; t < V; ++t) {
       if constexpr (!Complex) {
@@ -561,7 +560,7 @@ void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t
   if constexpr (L < kMax) {
     if (l != L) return launch_winograd_sums<L + 1>(l, of_a, Kp, Op, X, sums, s);
     const index_t Kh = Kp / 2, Oh = Op / 2;
-    const dim3 grid(unsigned((Kh / 4 + 127) / 128), unsigned(std::min<index_t>(Oh, 65535)));
+    const dim3 grid(unsigned((Kh / 16 + 127) / 128), unsigned(std::min<index_t>(Oh, 65535)));
     if (of_a) winograd_sums<L, true><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
     else winograd_sums<L, false><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
   }

@@ -181,6 +181,16 @@ DISTMM_HD U128 mul_small(U128 a, unsigned u) {
   r.hi = a.hi * u + mul_hi(a.lo, u);
   return r;
 }
+// x 2^e: ldexp's value (exact, or one correct rounding into the subnormals), by one
+// multiplication where 2^e is a normal double, instead of ldexp's special cases on the device.
+DISTMM_HD double times_pow2(double x, int e) {
+#ifdef __CUDA_ARCH__
+  if (e >= -1022 && e <= 1023) return x * __longlong_as_double((long long)(e + 1023) << 52);
+  return ldexp(x, e);
+#else
+  return std::ldexp(x, e);
+#endif
+}
 // x correctly rounded to double (one rounding, so that the accuracy rule's output roundoff is
 // the unit roundoff): the leading 64 bits, with the bits below them OR-ed into the last one (a
 // sticky bit, far below the rounding position), converted once and scaled exactly.
@@ -195,7 +205,7 @@ DISTMM_HD double to_double(U128 x) {
   const std::uint64_t rest = s ? x.lo << s : x.lo;
   const double t = double(top | std::uint64_t(rest != 0));
 #ifdef __CUDA_ARCH__
-  return ldexp(t, 64 - s);
+  return times_pow2(t, 64 - s);
 #else
   return std::ldexp(t, 64 - s);
 #endif
