@@ -250,29 +250,26 @@ void winograd_level_is_exact(int rows, int cols, int depth, unsigned seed) {
   // quadrant q = 2 r + c of A (rows half r, k half c) and of B (k half r, columns half c)
   auto a_q = [&](int q, int i, int h) { return A[(i + (q >> 1) * rows) + (h + (q & 1) * depth) * R]; };
   auto b_q = [&](int q, int h, int j) { return B[(h + (q >> 1) * depth) + (j + (q & 1) * cols) * K]; };
-  std::vector<int> SA(4 * rows * depth), TB(4 * depth * cols);  // the sums, quadrant by quadrant
-  for (int i = 0; i < rows; ++i)
-    for (int h = 0; h < depth; ++h) {
-      int a[4], s[4];
-      for (int q = 0; q < 4; ++q) a[q] = a_q(q, i, h);
-      winograd_a<m>(a, s);
-      for (int q = 0; q < 4; ++q) {
-        ASSERT_GE(s[q], -(m / 2));
-        ASSERT_LE(s[q], (m - 1) / 2);
-        SA[(q * depth + h) * rows + i] = s[q];
+  // the sums, quadrant by quadrant: S[(q * outer + o) * inner + e] for the entry (e, o) of each
+  // quadrant (A: e = i, o = h; B: e = h, o = j), each in the symmetric range
+  auto sums = [&](bool of_a, int inner, int outer, auto&& quadrant, std::vector<int>& S) {
+    S.assign(4 * inner * outer, 0);
+    for (int o = 0; o < outer; ++o)
+      for (int e = 0; e < inner; ++e) {
+        int x[4], y[4];
+        for (int q = 0; q < 4; ++q) x[q] = quadrant(q, e, o);
+        if (of_a) winograd_a<m>(x, y);
+        else winograd_b<m>(x, y);
+        for (int q = 0; q < 4; ++q) {
+          EXPECT_GE(y[q], -(m / 2));
+          EXPECT_LE(y[q], (m - 1) / 2);
+          S[(q * outer + o) * inner + e] = y[q];
+        }
       }
-    }
-  for (int h = 0; h < depth; ++h)
-    for (int j = 0; j < cols; ++j) {
-      int b[4], t[4];
-      for (int q = 0; q < 4; ++q) b[q] = b_q(q, h, j);
-      winograd_b<m>(b, t);
-      for (int q = 0; q < 4; ++q) {
-        ASSERT_GE(t[q], -(m / 2));
-        ASSERT_LE(t[q], (m - 1) / 2);
-        TB[(q * cols + j) * depth + h] = t[q];
-      }
-    }
+  };
+  std::vector<int> SA, TB;
+  sums(true, rows, depth, a_q, SA);
+  sums(false, depth, cols, b_q, TB);
   auto a_op = [&](int r, int i, int h) {
     const WinogradOperand o = kWinogradA[r];
     return o.sum ? SA[(o.quadrant * depth + h) * rows + i] : a_q(o.quadrant, i, h);
