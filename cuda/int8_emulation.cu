@@ -50,9 +50,6 @@ constexpr int kMax = ozaki::kMaxModuli;
 using ozaki::scale_bound;
 // int32 sums of k products of int8 residues (|r| <= 128) are exact while k * 2^14 < 2^31.
 constexpr index_t kMaxChunk = 131056;  // a multiple of 16 below 2^17
-// The smallest rows, columns and k at which DISTMM_EMULATION_LEVEL=auto takes a Winograd level
-// in the residues (measured: docs/performance.md, "Session 31").
-constexpr index_t kLevelFrom = 16384;
 
 // f(std::integral_constant<int, l>) for l = 0 .. N-1: every modulus is a compile-time constant
 // inside f, so its divisions become multiplications.
@@ -971,12 +968,10 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // quadrant a plain INT8 GEMM read in place; for complex products the halves are the real and
   // imaginary parts), large enough that the INT8 work it saves outweighs the sums and the wider
   // fold (DISTMM_EMULATION_LEVEL: auto, 0 never, 1 at any size).
-  const std::string& level_setting = settings().emulation_level;
-  const bool level_wanted = level_setting != "0";
+  const ozaki::LevelMode level_mode = ozaki::level_mode(settings().emulation_level);
+  const bool level_wanted = level_mode != ozaki::LevelMode::never;
   auto level_for = [&](const Sizes& zz, index_t rows, index_t w) {
-    const index_t R = parts * rows, W = parts * w;
-    return zz.level && R % 32 == 0 && W % 32 == 0 && zz.Kp % 32 == 0 &&
-           (level_setting == "1" || std::min({R, W, zz.Kp}) >= kLevelFrom);
+    return zz.level && ozaki::residue_level(level_mode, parts * rows, parts * w, zz.Kp);
   };
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:

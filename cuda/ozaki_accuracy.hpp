@@ -229,6 +229,12 @@ Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, co
   return w.N > 0 && (c.N == 0 || w.N < c.N || (w.N == c.N && c.paired)) ? w : c;
 }
 
+// DISTMM_EMULATION_LEVEL's value (auto, 0 or 1; checked where it is read, src/core/settings.cpp)
+// as the mode of residue_level.
+inline LevelMode level_mode(const std::string& setting) {
+  return setting == "0" ? LevelMode::never : setting == "1" ? LevelMode::forced : LevelMode::automatic;
+}
+
 // What an emulation's calls so far did, for describe() and the report (the GPU's and the host
 // twin's): "accuracy native, 7 moduli, fast scaling, bound 8.2e-07 |A||B| (target 3.3e-06),
 // 3 products, 2 bounded from their |A||B| (1 run natively: NaN or Inf among the operands)".

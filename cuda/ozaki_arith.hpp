@@ -129,6 +129,18 @@ DISTMM_HD void winograd_b(const int (&b)[4], int (&t)[4]) {
   t[2] = sym_sub<m>(b[3], b[1]);  // T3 = B22 - B12
   t[3] = sym_sub<m>(t[1], b[2]);  // T4 = T2 - B21
 }
+// Whether a product takes the level (the GPU's emulation and its host twin): its stacked rows R
+// and columns W (twice a complex product's) and its k padded to Kp multiples of 32, so that each
+// quadrant is a whole multiple of 16 (a plain INT8 GEMM read in place), and, unless the mode
+// forces it, each at least kLevelFrom (below it the sums and the wider fold cost more than the
+// eighth of the INT8 work saved: docs/performance.md, "Session 31"). Modes: DISTMM_EMULATION_LEVEL's
+// 0 (never), 1 (forced) and auto.
+enum class LevelMode { never, forced, automatic };
+constexpr long long kLevelFrom = 16384;
+DISTMM_HD bool residue_level(LevelMode mode, long long R, long long W, long long Kp) {
+  if (mode == LevelMode::never || R % 32 != 0 || W % 32 != 0 || Kp % 32 != 0) return false;
+  return mode == LevelMode::forced || (R >= kLevelFrom && W >= kLevelFrom && Kp >= kLevelFrom);
+}
 // The operands of P1..P7: a quadrant of the slices (sum false) or of the sums (S_{q+1}, T_{q+1}).
 // P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3.
 struct WinogradOperand {

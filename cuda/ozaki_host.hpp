@@ -2,8 +2,9 @@
 // same shared rule and arithmetic: ozaki_accuracy.hpp, ozaki_arith.hpp), for tests, CI and the
 // host engine `ozaki`: statistics per row of op(A) and column of op(B); N from the accuracy
 // target; scaling exponents; the scaled, rounded integers' int8 residues per modulus; exact
-// integer products (int32 sums of int8 products, as the INT8 GEMM forms them); the fold; the
-// CRT in 128-bit integers; the power-of-two unscaling and C = alpha P + beta C in double.
+// integer products (int32 sums of int8 products, as the INT8 GEMM forms them; where
+// residue_level allows, through one Winograd level in the residues as the GPU takes it); the
+// fold; the CRT in 128-bit integers; the power-of-two unscaling and C = alpha P + beta C in double.
 // O(N m n k) integer operations: small products only.
 #pragma once
 #include <algorithm>
@@ -26,6 +27,7 @@ namespace distmm::ozaki {
 struct HostResult {
   Choice choice;
   ProductStats product;  // the last |A||B|-aware statistics computed (none: infinite)
+  bool residue_level = false;  // the products ran one Winograd level in the residues
   bool emulated() const { return choice.N > 0 && choice.why.empty(); }
 };
 
@@ -82,15 +84,61 @@ unsigned fold_at(int l, long long c, int y, std::index_sequence<L...>) {
   ((int(L) == l ? void(u = fold<modulus(int(L))>(c, y)) : void()), ...);
   return u;
 }
+// f(std::integral_constant<int, m_l>) for the modulus l.
+template <class F, std::size_t... L>
+void with_modulus(int l, F&& f, std::index_sequence<L...>) {
+  ((int(L) == l ? f(std::integral_constant<int, modulus(int(L))>{}) : void()), ...);
+}
+
+// The stacked product As Bs (R x W, k-length Kp, R, W and Kp even) modulo mod through one
+// Winograd level, as the GPU forms it (winograd_sums, the seven quadrant products, fold_winograd):
+// the sums of the quadrants' residues mod mod, seven exact int32 sums, each reduced mod mod, and
+// C's quadrants from them (winograd_c). Entry (r, c) at r + c R: a representative mod mod.
+template <int mod, class AsF, class BsF>
+std::vector<int> winograd_residue_product(index_t R, index_t W, index_t Kp, AsF&& as, BsF&& bs) {
+  const index_t hr = R / 2, hw = W / 2, hk = Kp / 2;
+  // quadrant q = 2 r + c: op(A)'s r halves its rows and c halves k; op(B)'s r halves k, c its columns
+  auto a_op = [&](int p, index_t i, index_t h) {
+    int x[4], y[4];
+    for (int q = 0; q < 4; ++q) x[q] = as(i + (q >> 1) * hr, h + (q & 1) * hk);
+    const WinogradOperand o = kWinogradA[p];
+    if (!o.sum) return x[o.quadrant];
+    winograd_a<mod>(x, y);
+    return y[o.quadrant];
+  };
+  auto b_op = [&](int p, index_t h, index_t j) {
+    int x[4], y[4];
+    for (int q = 0; q < 4; ++q) x[q] = bs(h + (q >> 1) * hk, j + (q & 1) * hw);
+    const WinogradOperand o = kWinogradB[p];
+    if (!o.sum) return x[o.quadrant];
+    winograd_b<mod>(x, y);
+    return y[o.quadrant];
+  };
+  std::vector<int> P(std::size_t(R) * W);
+  for (index_t j = 0; j < hw; ++j)
+    for (index_t i = 0; i < hr; ++i) {
+      int pr[7], c[4];
+      for (int p = 0; p < 7; ++p) {
+        int sum = 0;  // exact: Kp / 2 products of residues below 2^7 in magnitude
+        for (index_t h = 0; h < hk; ++h) sum += a_op(p, i, h) * b_op(p, h, j);
+        pr[p] = sum % mod;
+      }
+      winograd_c(pr, c);
+      for (int q = 0; q < 4; ++q) P[(i + (q >> 1) * hr) + (j + (q & 1) * hw) * R] = c[q];
+    }
+  return P;
+}
 
 }  // namespace host_detail
 
 // C = alpha op(A) op(B) + beta C, column-major; k <= 131056 (one exact int32 sum). Declined
 // (result.choice.why set, C untouched) where the rule finds no N or the inputs hold NaN or Inf.
+// level: one Winograd level in the residues where residue_level allows it, as the GPU takes it
+// (the same integers, so the same result).
 template <class T>
 HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, Op tb, index_t m, index_t n,
                      index_t k, T alpha, const T* A, index_t lda, const T* B, index_t ldb, T beta, T* C,
-                     index_t ldc) {
+                     index_t ldc, LevelMode level = LevelMode::never) {
   using namespace host_detail;
   using R = real_t<T>;
   constexpr bool cplx = is_complex_v<T>;
@@ -204,6 +252,27 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
     for (index_t h = 0; h < k; ++h) s += int(x[h]) * int(y[h]);
     return (long long)s;
   };
+  // Each modulus' product, stacked ([Re A; Im A] [Re B, Im B] for complex), through the level:
+  // stacked row r is row r % m of component r / m, k padded with zeros to Kp as the GPU pads it.
+  const index_t Kp = (k + 15) / 16 * 16;
+  res.residue_level = residue_level(level, parts * m, parts * n, Kp);
+  std::vector<std::vector<int>> stacked(res.residue_level ? N : 0);
+  for (int l = 0; l < int(stacked.size()); ++l)
+    with_modulus(l, [&](auto mc) {
+      constexpr int mod = decltype(mc)::value;
+      auto as = [&](index_t r, index_t h) {
+        return h < k ? int(ra[((std::size_t(l) * parts + r / m) * m + r % m) * k + h]) : 0;
+      };
+      auto bs = [&](index_t h, index_t c) {
+        return h < k ? int(rb[((std::size_t(l) * parts + c / n) * n + c % n) * k + h]) : 0;
+      };
+      stacked[l] = winograd_residue_product<mod>(parts * m, parts * n, Kp, as, bs);
+    }, seq);
+  // the product of components pa (of op(A)) and pb (of op(B)) at (i, j), modulus l
+  auto product_of = [&](int l, int pa, index_t i, int pb, index_t j) {
+    if (!res.residue_level) return dot(l, pa, i, pb, j);
+    return (long long)stacked[l][(i + pa * m) + (j + pb * n) * (parts * m)];
+  };
   const std::complex<double> al(alpha), be(beta);
   for (index_t j = 0; j < n; ++j)
     for (index_t i = 0; i < m; ++i) {
@@ -212,9 +281,9 @@ HostResult host_gemm(const Accuracy& acc, int forced, int levels_above, Op ta, O
         U128 S;
         for (int l = 0; l < N; ++l) {
           // real: the one product; complex: Re = RR - II, Im = RI + IR
-          const long long c = !cplx ? dot(l, 0, i, 0, j)
-                              : p == 0 ? dot(l, 0, i, 0, j) - dot(l, 1, i, 1, j)
-                                       : dot(l, 0, i, 1, j) + dot(l, 1, i, 0, j);
+          const long long c = !cplx ? product_of(l, 0, i, 0, j)
+                              : p == 0 ? product_of(l, 0, i, 0, j) - product_of(l, 1, i, 1, j)
+                                       : product_of(l, 0, i, 1, j) + product_of(l, 1, i, 0, j);
           crt_add(S, crt, l, fold_at(l, c, crt.y[l], seq));
         }
         v[p] = std::ldexp(crt_signed(S, crt), -(ea[i] + eb[j]));

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../cuda/ozaki_host.hpp"
+#include "../src/core/settings.hpp"
 #include "blas.hpp"
 
 namespace distmm {
@@ -35,6 +36,7 @@ class OzakiHostEngine final : public EngineBase<OzakiHostEngine> {
     // k-chunks of one exact int32 sum each, accumulated through beta; a declined chunk runs in
     // OpenBLAS (each chunk's error is bounded by its own share of |A||B|).
     constexpr index_t chunk = 131056;
+    const ozaki::LevelMode level = ozaki::level_mode(settings().emulation_level);  // (as gpu-ozaki takes it)
     bool all = true;
     for (index_t k0 = 0; k0 < k; k0 += chunk) {
       const index_t kc = std::min(chunk, k - k0);
@@ -42,9 +44,10 @@ class OzakiHostEngine final : public EngineBase<OzakiHostEngine> {
       const T* Bk = B + (tb == Op::N ? k0 : k0 * ldb);
       const T b = k0 == 0 ? beta : T(1);
       const ozaki::HostResult r =
-          ozaki::host_gemm<T>(accuracy_, o_.moduli, 0, ta, tb, m, n, kc, alpha, Ak, lda, Bk, ldb, b, C, ldc);
+          ozaki::host_gemm<T>(accuracy_, o_.moduli, 0, ta, tb, m, n, kc, alpha, Ak, lda, Bk, ldb, b, C, ldc, level);
       if (r.emulated()) {
         tally_.chose(r.choice);
+        tally_.residue_levels += r.residue_level;
       } else {
         all = false;
         tally_.declined(r.choice.why);

@@ -279,14 +279,7 @@ TEST(Int8Emulation, ProductBoundMatchesTheHostTwin) {
 // product, op(A) and op(B) read either way round.
 template <class T>
 void capped_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k) {
-  const stress::Problem<T> p = stress::problems<T>(m, n, k, 31).front();  // uniform
-  std::vector<T> A = p.A, B = p.B;  // stored as op() asks
-  if (ta != Op::N)
-    for (index_t h = 0; h < k; ++h)
-      for (index_t i = 0; i < m; ++i) A[h + i * k] = p.A[i + h * m];
-  if (tb != Op::N)
-    for (index_t j = 0; j < n; ++j)
-      for (index_t h = 0; h < k; ++h) B[j + h * n] = p.B[h + j * k];
+  const auto [A, B] = stress::stored_as(stress::problems<T>(m, n, k, 31).front(), ta, tb);  // uniform
   const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
   std::vector<T> C1(m * n, T(0)), C2(m * n, T(0));
   auto whole = make_engine("gpu-ozaki", EngineOptions{});
@@ -323,14 +316,7 @@ T conj_if(T x) {
 template <class T>
 void level_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k, bool expect_level, const char* cap = nullptr,
                         int moduli = 0, T beta = T(0)) {
-  const stress::Problem<T> p = stress::problems<T>(m, n, k, 17).front();  // uniform
-  std::vector<T> A = p.A, B = p.B;  // stored as op() asks
-  if (ta != Op::N)
-    for (index_t h = 0; h < k; ++h)
-      for (index_t i = 0; i < m; ++i) A[h + i * k] = ta == Op::C ? conj_if(p.A[i + h * m]) : p.A[i + h * m];
-  if (tb != Op::N)
-    for (index_t j = 0; j < n; ++j)
-      for (index_t h = 0; h < k; ++h) B[j + h * n] = tb == Op::C ? conj_if(p.B[h + j * k]) : p.B[h + j * k];
+  const auto [A, B] = stress::stored_as(stress::problems<T>(m, n, k, 17).front(), ta, tb);  // uniform
   const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
   auto with = [&](const char* level, std::string& d) {
     std::vector<T> C(std::size_t(m) * n);

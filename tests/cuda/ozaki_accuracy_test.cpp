@@ -276,4 +276,41 @@ TEST(OzakiAccuracy, CrtConversionIsCorrectlyRounded) {
   }
 }
 
+// One Winograd level in the residues, on the host twin as the GPU takes it (LevelMode::forced):
+// the same moduli and the same bits as without it on every stress input, real and complex
+// (whose stacked operands' halves are Re and Im), with transposes and beta; not taken where the
+// stacked halves are not multiples of 16. (The GPU's own kernels: int8_emulation_test.cpp.)
+template <class T>
+void level_is_identical_on_the_host(Op ta, Op tb, index_t m, index_t n, index_t k, bool expect_level) {
+  for (const Problem<T>& p : problems<T>(m, n, k, 23)) {
+    const auto [A, B] = stored_as(p, ta, tb);
+    const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
+    std::vector<T> C0(m * n), C1(m * n);
+    for (std::size_t t = 0; t < C0.size(); ++t) C0[t] = C1[t] = make<T>(std::sin(double(t)), std::cos(double(t)));
+    const T alpha = make<T>(1.25, -0.5), beta = make<T>(0.5, 0.25);
+    const HostResult r0 = host_gemm<T>({}, 0, 0, ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta, C0.data(),
+                                       m, LevelMode::never);
+    const HostResult r1 = host_gemm<T>({}, 0, 0, ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta, C1.data(),
+                                       m, LevelMode::forced);
+    ASSERT_EQ(r0.choice.N, r1.choice.N) << p.name;
+    EXPECT_FALSE(r0.residue_level);
+    if (!r1.emulated()) continue;  // (declined: C untouched either way)
+    EXPECT_EQ(r1.residue_level, expect_level) << p.name;
+    for (std::size_t t = 0; t < C0.size(); ++t) ASSERT_EQ(C0[t], C1[t]) << p.name << " " << t;
+  }
+  // auto: only from 16384 on
+  EXPECT_FALSE(residue_level(LevelMode::automatic, 8192, 32768, 32768));
+  EXPECT_TRUE(residue_level(LevelMode::automatic, 16384, 32768, 16384));
+  EXPECT_FALSE(residue_level(LevelMode::forced, 32, 48, 32));
+}
+
+TEST(OzakiHost, AWinogradLevelInTheResiduesGivesTheSameBits) {
+  level_is_identical_on_the_host<double>(Op::N, Op::N, 32, 64, 96, true);
+  level_is_identical_on_the_host<float>(Op::T, Op::N, 64, 32, 32, true);
+  level_is_identical_on_the_host<std::complex<float>>(Op::N, Op::T, 16, 32, 64, true);
+  level_is_identical_on_the_host<std::complex<double>>(Op::T, Op::N, 32, 16, 30, true);  // k padded to 32
+  level_is_identical_on_the_host<double>(Op::N, Op::N, 32, 32, 40, false);  // Kp 48: halves of 24
+  level_is_identical_on_the_host<std::complex<float>>(Op::N, Op::N, 24, 16, 32, false);  // stacked rows 48
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "src/core/dtype.hpp"
@@ -30,6 +31,24 @@ template <class T>
 T make(double re, double im) {
   if constexpr (is_complex_v<T>) return T(real_t<T>(re), real_t<T>(im));
   else return T(re);
+}
+
+// The problem's A and B stored as op(A) = A and op(B) = B read them: transposed for T, also
+// conjugated for C (leading dimensions k and n where transposed).
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> stored_as(const Problem<T>& p, Op ta, Op tb) {
+  auto conj_if = [](T x, Op op) {
+    if constexpr (is_complex_v<T>) return op == Op::C ? std::conj(x) : x;
+    else return x;
+  };
+  std::vector<T> A = p.A, B = p.B;
+  if (ta != Op::N)
+    for (index_t h = 0; h < p.k; ++h)
+      for (index_t i = 0; i < p.m; ++i) A[h + i * p.k] = conj_if(p.A[i + h * p.m], ta);
+  if (tb != Op::N)
+    for (index_t j = 0; j < p.n; ++j)
+      for (index_t h = 0; h < p.k; ++h) B[j + h * p.n] = conj_if(p.B[h + j * p.k], tb);
+  return {std::move(A), std::move(B)};
 }
 
 // The stress inputs for one shape.
