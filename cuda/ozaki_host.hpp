@@ -97,22 +97,29 @@ void with_modulus(int l, F&& f, std::index_sequence<L...>) {
 template <int mod, class AsF, class BsF>
 std::vector<int> winograd_residue_product(index_t R, index_t W, index_t Kp, AsF&& as, BsF&& bs) {
   const index_t hr = R / 2, hw = W / 2, hk = Kp / 2;
-  // quadrant q = 2 r + c: op(A)'s r halves its rows and c halves k; op(B)'s r halves k, c its columns
-  auto a_op = [&](int p, index_t i, index_t h) {
-    int x[4], y[4];
-    for (int q = 0; q < 4; ++q) x[q] = as(i + (q >> 1) * hr, h + (q & 1) * hk);
-    const WinogradOperand o = kWinogradA[p];
-    if (!o.sum) return x[o.quadrant];
-    winograd_a<mod>(x, y);
-    return y[o.quadrant];
+  // The operands' sums once (winograd_sums): S_{q+1}(i, h) at SA[(q hk + h) hr + i], T_{q+1}(h, j)
+  // at TB[(q hw + j) hk + h]; quadrant q = 2 r + c: op(A)'s r halves its rows and c halves k,
+  // op(B)'s r halves k and c its columns.
+  std::vector<int> SA(4 * std::size_t(hr) * hk), TB(4 * std::size_t(hk) * hw);
+  for (index_t h = 0; h < hk; ++h) {
+    for (index_t i = 0; i < hr; ++i) {
+      int x[4], y[4];
+      for (int q = 0; q < 4; ++q) x[q] = as(i + (q >> 1) * hr, h + (q & 1) * hk);
+      winograd_a<mod>(x, y);
+      for (int q = 0; q < 4; ++q) SA[(q * hk + h) * hr + i] = y[q];
+    }
+    for (index_t j = 0; j < hw; ++j) {
+      int x[4], y[4];
+      for (int q = 0; q < 4; ++q) x[q] = bs(h + (q >> 1) * hk, j + (q & 1) * hw);
+      winograd_b<mod>(x, y);
+      for (int q = 0; q < 4; ++q) TB[(q * hw + j) * hk + h] = y[q];
+    }
+  }
+  auto a_op = [&](const WinogradOperand& o, index_t i, index_t h) {
+    return o.sum ? SA[(o.quadrant * hk + h) * hr + i] : as(i + (o.quadrant >> 1) * hr, h + (o.quadrant & 1) * hk);
   };
-  auto b_op = [&](int p, index_t h, index_t j) {
-    int x[4], y[4];
-    for (int q = 0; q < 4; ++q) x[q] = bs(h + (q >> 1) * hk, j + (q & 1) * hw);
-    const WinogradOperand o = kWinogradB[p];
-    if (!o.sum) return x[o.quadrant];
-    winograd_b<mod>(x, y);
-    return y[o.quadrant];
+  auto b_op = [&](const WinogradOperand& o, index_t h, index_t j) {
+    return o.sum ? TB[(o.quadrant * hw + j) * hk + h] : bs(h + (o.quadrant >> 1) * hk, j + (o.quadrant & 1) * hw);
   };
   std::vector<int> P(std::size_t(R) * W);
   for (index_t j = 0; j < hw; ++j)
@@ -120,7 +127,7 @@ std::vector<int> winograd_residue_product(index_t R, index_t W, index_t Kp, AsF&
       int pr[7], c[4];
       for (int p = 0; p < 7; ++p) {
         int sum = 0;  // exact: Kp / 2 products of residues below 2^7 in magnitude
-        for (index_t h = 0; h < hk; ++h) sum += a_op(p, i, h) * b_op(p, h, j);
+        for (index_t h = 0; h < hk; ++h) sum += a_op(kWinogradA[p], i, h) * b_op(kWinogradB[p], h, j);
         pr[p] = sum % mod;
       }
       winograd_c(pr, c);
