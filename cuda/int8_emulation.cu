@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstdint>
 #include <cstdio>
 #include <climits>
 #include <cstring>
@@ -65,16 +66,20 @@ __device__ __forceinline__ void for_moduli(int N, F&& f) {
 
 // How the scaled entries' residues are taken, by their largest magnitude (T' + 1/2): below
 // 2^31 in 32-bit integers (ozaki::sym_residue32), below 2^56 in double precision
-// (ozaki::sym_residue_fp: v came from rounding a double, so it is one exactly), else from 64-bit
-// integers; the same residue each way.
+// (ozaki::sym_residue_fp: the rounded entry is an integer-valued double, exactly), else from
+// 64-bit integers; the same residue each way.
 enum class Width { int32, fp64, int64 };
 Width width_for(double largest) {
   return largest < 0x1p31 ? Width::int32 : largest < 0x1p56 ? Width::fp64 : Width::int64;
 }
+// The scaled, rounded entry as the residues read it: a double in the fp64 width (no conversion
+// to an integer and back), else a 64-bit integer.
+template <Width W>
+using Scaled = std::conditional_t<W == Width::fp64, double, long long>;
 template <int L, Width W = Width::int64>
-__device__ __forceinline__ int sym_residue(long long v) {
+__device__ __forceinline__ int sym_residue(Scaled<W> v) {
   if constexpr (W == Width::int32) return ozaki::sym_residue32<modulus(L)>(int(v));
-  else if constexpr (W == Width::fp64) return ozaki::sym_residue_fp<modulus(L)>(double(v));
+  else if constexpr (W == Width::fp64) return ozaki::sym_residue_fp<modulus(L)>(v);
   else return ozaki::sym_residue<modulus(L)>(v);
 }
 
@@ -218,14 +223,16 @@ struct SliceOut {
   int N;
 };
 
-// The scaled entry rounded to an integer, or (Magnitude) |entry| 2^e floored: in [0, 127], its
-// own residue mod 256, so one "slice" holds it.
-template <bool Magnitude, class T>
-__device__ __forceinline__ long long scaled(const T& x, int p, int e, bool conj) {
+// The scaled entry rounded to an integer (to nearest, ties to even: the same integer as a
+// double or a 64-bit integer), or (Magnitude) |entry| 2^e floored: in [0, 127], its own residue
+// mod 256, so one "slice" holds it.
+template <bool Magnitude, Width W, class T>
+__device__ __forceinline__ Scaled<W> scaled(const T& x, int p, int e, bool conj) {
   double v = ozaki::times_pow2(Parts<T>::get(x, p), e);
-  if (Magnitude) return (long long)floor(fabs(v));
+  if (Magnitude) return Scaled<W>(floor(fabs(v)));
   if (conj && p == 1) v = -v;
-  return __double2ll_rn(v);
+  if constexpr (W == Width::fp64) return rint(v);
+  else return __double2ll_rn(v);
 }
 
 // k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
@@ -238,9 +245,9 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
   for (index_t o = blockIdx.y; o < O; o += gridDim.y) {
     const int eo = e[o];
     for (int p = 0; p < Parts<T>::count; ++p) {
-      long long v[4];
+      Scaled<W> v[4];
       for (int t = 0; t < 4; ++t)
-        v[t] = h0 + t < K ? scaled<Magnitude>(X[h0 + t + o * ld], p, eo, conj) : 0;
+        v[t] = h0 + t < K ? scaled<Magnitude, W>(X[h0 + t + o * ld], p, eo, conj) : 0;
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
@@ -256,7 +263,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
 template <class T, bool Magnitude, Width W>
 __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O, const T* X, index_t ld,
                                                            bool conj, const int* e, SliceOut out) {
-  __shared__ long long tile[2][32][33];
+  __shared__ Scaled<W> tile[2][32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
   const index_t h0 = blockIdx.x * index_t(32), o0 = blockIdx.y * index_t(32);
   {
@@ -266,23 +273,25 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
       const index_t h = h0 + r;
       const bool in = o < O && h < K;
       for (int p = 0; p < Parts<T>::count; ++p)
-        tile[p][r][tx] = in ? scaled<Magnitude>(X[o + h * ld], p, eo, conj) : 0;
+        tile[p][r][tx] = in ? scaled<Magnitude, W>(X[o + h * ld], p, eo, conj) : 0;
     }
   }
   __syncthreads();
-  const index_t h = h0 + tx;
-  if (h >= out.Kp) return;
-  for (int r = ty; r < 32; r += 8) {
-    const index_t o = o0 + r;
-    if (o >= O) break;
-    for (int p = 0; p < Parts<T>::count; ++p) {
-      const long long v = tile[p][tx][r];
-      const index_t col = o + p * out.imag_at;
-      for_moduli(out.N, [&](auto lc) {
-        constexpr int L = decltype(lc)::value;
-        out.dst[L * out.stride + h + col * out.Kp] = int8_t(sym_residue<L, W>(v));
-      });
-    }
+  // written as the k-contiguous kernel writes: four consecutive h of one o per thread, one char4
+  // per slice (Kp is a multiple of 4), eight threads along each row of the tile
+  const int t = ty * 32 + tx, hq = t & 7, orow = t >> 3;
+  const index_t h = h0 + 4 * hq, o = o0 + orow;
+  if (h >= out.Kp || o >= O) return;
+  for (int p = 0; p < Parts<T>::count; ++p) {
+    Scaled<W> v[4];
+    for (int u = 0; u < 4; ++u) v[u] = tile[p][4 * hq + u][orow];
+    const index_t col = o + p * out.imag_at;
+    for_moduli(out.N, [&](auto lc) {
+      constexpr int L = decltype(lc)::value;
+      char4 q{char(sym_residue<L, W>(v[0])), char(sym_residue<L, W>(v[1])), char(sym_residue<L, W>(v[2])),
+              char(sym_residue<L, W>(v[3]))};
+      *reinterpret_cast<char4*>(out.dst + L * out.stride + h + col * out.Kp) = q;
+    });
   }
 }
 
@@ -439,15 +448,40 @@ __global__ void pair_outer(index_t Kp, index_t O, int parts, index_t Pq, index_t
 
 // A'B' from its residues (bytes u_l at R[l * plane + i + j * m], complex: then the imaginary
 // plane at + m n), scaled back and merged into C.
-// Form: how the sums are kept, the same values each way: one 64-bit word where M < 2^63 (N <= 7,
-// ozaki::crt_add_group); two 64-bit words joined by Garner's step for 8 <= N <= 14 (ozaki::crt_join);
-// else 128-bit integers. V = 4: four consecutive i per thread (real products with m a multiple
-// of 4: one 4-byte load per modulus).
+// Form: how the sums are kept, the same values each way: one 64-bit word, reduced once, where
+// N M < 2^60 (N <= 7, ozaki::crt_sum_add); two 64-bit words joined by Garner's step for
+// 8 <= N <= 14 (ozaki::crt_join); else 128-bit integers. V = 4: four consecutive i per thread
+// (real products with m a multiple of 4: one 4-byte load per modulus, and where C's columns
+// are 16-byte aligned one 16-byte access to C).
 enum class CrtForm { one_word, split, wide };
+// Four consecutive entries of C in 16-byte accesses (aligned: C's columns start at multiples of
+// 16 bytes), as doubles.
+__device__ __forceinline__ void load4(const float* p, double (&o)[4]) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  o[0] = q.x, o[1] = q.y, o[2] = q.z, o[3] = q.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&o)[4]) {
+  const double2 a = *reinterpret_cast<const double2*>(p), b = *reinterpret_cast<const double2*>(p + 2);
+  o[0] = a.x, o[1] = a.y, o[2] = b.x, o[3] = b.y;
+}
+__device__ __forceinline__ void store4(float* p, const double (&o)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(float(o[0]), float(o[1]), float(o[2]), float(o[3]));
+}
+__device__ __forceinline__ void store4(double* p, const double (&o)[4]) {
+  *reinterpret_cast<double2*>(p) = make_double2(o[0], o[1]);
+  *reinterpret_cast<double2*>(p + 2) = make_double2(o[2], o[3]);
+}
+// A real entry of C from the unscaled product v: alpha v (+ beta c), each product and the sum
+// rounded once, in intrinsics, which the compiler neither fuses nor reorders: the same bits
+// whichever path (one entry or four) computes it.
+__device__ __forceinline__ double merged(double alpha, double v, double beta, double c) {
+  const double av = __dmul_rn(alpha, v);
+  return beta != 0 ? __dadd_rn(av, __dmul_rn(beta, c)) : av;
+}
 template <class R, bool Complex, CrtForm Form, int V>
 __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t plane,
                             ozaki::Crt crt, const int* ea, const int* eb, double2 alpha,
-                            double2 beta, R* C, index_t ldc) {
+                            double2 beta, R* C, index_t ldc, bool aligned) {
   const index_t i = V * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (i >= m) return;
   int ei[V];
@@ -474,17 +508,18 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
       };
       double x[V];
       if constexpr (Form == CrtForm::one_word) {
-        std::uint64_t S[V] = {};
-        each([&](auto lc, int t, unsigned b) { ozaki::crt_add_group(S[t], crt.Ml[decltype(lc)::value].lo, b, crt.M.lo); });
-        for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed64(S[t], crt);
+        ozaki::CrtSum S[V];
+        each([&](auto lc, int t, unsigned b) { ozaki::crt_sum_add(S[t], crt.Ml[decltype(lc)::value].lo, b); });
+        for (int t = 0; t < V; ++t)
+          x[t] = ozaki::crt_signed64(ozaki::reduce_small_quotient(ozaki::crt_sum_value(S[t]), crt.M.lo, crt.M_recip), crt);
       } else if constexpr (Form == CrtForm::split) {
-        std::uint64_t x1[V] = {}, x2[V] = {};
+        ozaki::CrtSum x1[V], x2[V];
         each([&](auto lc, int t, unsigned b) {
           constexpr int l = decltype(lc)::value;
-          if constexpr (l < ozaki::kSplitAt) ozaki::crt_add_group(x1[t], crt.G[l], b, crt.M1);
-          else ozaki::crt_add_group(x2[t], crt.G[l], b, crt.M2);
+          ozaki::crt_sum_add(l < ozaki::kSplitAt ? x1[t] : x2[t], crt.G[l], b);
         });
-        for (int t = 0; t < V; ++t) x[t] = ozaki::crt_signed(ozaki::crt_join(x1[t], x2[t], crt), crt);
+        for (int t = 0; t < V; ++t)
+          x[t] = ozaki::crt_signed_near(ozaki::crt_join(ozaki::crt_sum_value(x1[t]), ozaki::crt_sum_value(x2[t]), crt), crt);
       } else {
         ozaki::U128 S[V];
         each([&](auto lc, int t, unsigned b) { ozaki::crt_add(S[t], crt, decltype(lc)::value, b); });
@@ -492,12 +527,20 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
       }
       for (int t = 0; t < V; ++t) v[p][t] = ozaki::times_pow2(x[t], -(ei[t] + eb[j]));
     }
+    if constexpr (!Complex && V == 4) {
+      if (aligned) {  // (the same roundings as one entry at a time below: merged)
+        R* c = C + i + j * ldc;
+        double out[4], old[4] = {0, 0, 0, 0};
+        if (beta.x != 0) load4(c, old);  // (C is not read when beta = 0)
+        for (int t = 0; t < 4; ++t) out[t] = merged(alpha.x, v[0][t], beta.x, old[t]);
+        store4(c, out);
+        continue;
+      }
+    }
     for (int t = 0; t < V; ++t) {
       if constexpr (!Complex) {
         R& c = C[i + t + j * ldc];
-        double out = alpha.x * v[0][t];
-        if (beta.x != 0) out += beta.x * double(c);
-        c = R(out);
+        c = R(merged(alpha.x, v[0][t], beta.x, beta.x != 0 ? double(c) : 0.0));
       } else {
         R* c = C + 2 * (i + t + j * ldc);
         double re = alpha.x * v[0][t] - alpha.y * v[1][t], im = alpha.x * v[1][t] + alpha.y * v[0][t];
@@ -1228,8 +1271,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         auto run = [&](auto vec) {
           constexpr int V = decltype(vec)::value;
           const dim3 grid(unsigned((rows / V + 255) / 256), unsigned(std::min<index_t>(w, 65535)));
+          const bool aligned = reinterpret_cast<std::uintptr_t>(Cij) % 16 == 0 && ldc * sizeof(R) % 16 == 0;
           crt_combine<R, cplx, decltype(form)::value, V>
-              <<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc);
+              <<<grid, 256, 0, s>>>(rows, w, residues, plane, crt, ea + i0, eb + j0, al, be, Cij, ldc, aligned);
         };
         if (!cplx && rows % 4 == 0) run(std::integral_constant<int, 4>{});
         else run(std::integral_constant<int, 1>{});

@@ -401,6 +401,37 @@ std::vector<T> in_parts(Engine& e, Op ta, index_t m, index_t k, const std::vecto
   return C;
 }
 
+// C's layout changes no bit: columns at multiples of 16 bytes (ldc = m, where the CRT writes four
+// entries in one 16-byte access) and not (one entry in, ldc = m + 1: one at a time), with beta.
+template <class T>
+void layout_is_identical(index_t m, index_t n, index_t k) {
+  const stress::Problem<T> p = stress::problems<T>(m, n, k, 23).front();  // uniform
+  auto e = make_engine("gpu-ozaki", EngineOptions{});
+  DeviceBuffer<T> a = on_device(p.A), b = on_device(p.B);
+  auto with = [&](index_t offset, index_t ldc) {
+    std::vector<T> C(std::size_t(offset + ldc * n));
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < m; ++i) C[offset + i + j * ldc] = T(std::sin(double(i + 7 * j)));
+    DeviceBuffer<T> c = on_device(C);
+    const T alpha(1.25), beta(0.5);
+    e->gemm_device_call({dtype_of<T>(), Op::N, Op::N, m, n, k, &alpha, a.get(), m, b.get(), k, &beta,
+                         c.get() + offset, ldc, ReuseOfA{}});
+    EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(e->device_queue())), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(C.data(), c.get(), C.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<T> out;
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < m; ++i) out.push_back(C[offset + i + j * ldc]);
+    return out;
+  };
+  const std::vector<T> C0 = with(0, m), C1 = with(1, m + 1);
+  for (std::size_t t = 0; t < C0.size(); ++t) ASSERT_EQ(C0[t], C1[t]) << t << " of " << m << "x" << n << "x" << k;
+}
+TEST(Int8Emulation, TheLayoutOfCChangesNoBit) {
+  REQUIRE_GPU();
+  layout_is_identical<float>(64, 33, 100);    // one 64-bit word (7 moduli or fewer)
+  layout_is_identical<double>(128, 17, 96);   // the split CRT
+}
+
 // The parts that take op(A)'s slices from the part before: those emulated with the moduli of
 // the last emulated part before them (the host twin's choices), unless the second reads another
 // buffer (other_a) or nothing is held (none_held). A wide second part must take other moduli

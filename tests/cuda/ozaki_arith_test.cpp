@@ -92,24 +92,74 @@ TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
   residues_all(v, std::make_index_sequence<kMaxModuli>{});
 }
 
-// The 64-bit CRT (N <= 7) gives the 128-bit one's sums and doubles, for random residues.
+// The one-word CRT (N <= 7): the unreduced sum, reduced once, is the 128-bit one's sum, and
+// gives its double, for random residues and at the extremes (every u_l = m_l - 1: the largest sum).
 TEST(OzakiArith, SixtyFourBitCrtMatchesTheWideOne) {
   std::mt19937_64 g(5);
   for (int N = 2; N <= kMaxModuli; ++N) {
     const Crt c = crt_constants(N);
     EXPECT_EQ(crt_fits_64(c), N <= 7) << N;
     if (!crt_fits_64(c)) continue;
-    for (int t = 0; t < 5000; ++t) {
+    for (int t = 0; t < 20000; ++t) {
       U128 S;
-      std::uint64_t S64 = 0;
+      CrtSum S64;
       for (int l = 0; l < N; ++l) {
         const unsigned u = t == 0 ? 0 : t == 1 ? unsigned(modulus(l) - 1) : unsigned(g() % modulus(l));
         crt_add(S, c, l, u);
-        crt_add_group(S64, c.Ml[l].lo, u, c.M.lo);
+        crt_sum_add(S64, c.Ml[l].lo, u);
       }
       ASSERT_EQ(S.hi, 0u);
-      ASSERT_EQ(S.lo, S64);
-      ASSERT_EQ(crt_signed(S, c), crt_signed64(S64, c));
+      ASSERT_LT(crt_sum_value(S64), std::uint64_t(N) * c.M.lo);
+      const std::uint64_t r = reduce_small_quotient(crt_sum_value(S64), c.M.lo, c.M_recip);
+      ASSERT_EQ(S.lo, r) << "N " << N << " t " << t;
+      ASSERT_EQ(crt_signed(S, c), crt_signed64(r, c));
+    }
+  }
+}
+
+// The one reduction: S = q M + r at every quotient below 8 and remainders at both ends, for each
+// one-word M and for moduli products of every size (where the double estimate is closest to an
+// integer).
+TEST(OzakiArith, OneReductionTakesEveryRemainder) {
+  std::mt19937_64 g(8);
+  std::vector<std::uint64_t> Ms;
+  for (int N = 2; N <= 7; ++N) Ms.push_back(crt_constants(N).M.lo);
+  for (int e = 1; e < 61; ++e) Ms.push_back((1ull << e) - 1), Ms.push_back((1ull << e) + 1);
+  for (int t = 0; t < 200; ++t) Ms.push_back((g() >> 4) | 1);
+  for (std::uint64_t M : Ms) {
+    if (M < 2 || M >= (1ull << 61)) continue;
+    const double recip = 1.0 / double(M);
+    for (std::uint64_t q = 0; q < 8; ++q)
+      for (std::uint64_t r : {std::uint64_t(0), std::uint64_t(1), M / 2, M - 2, M - 1, g() % M}) {
+        if (r >= M) continue;
+        ASSERT_EQ(reduce_small_quotient(q * M + r, M, recip), r) << "M " << M << " q " << q;
+      }
+  }
+}
+
+// Montgomery's multiplication against 128-bit arithmetic: a below 2^60, b below an odd M, at the
+// extremes and at random, for the split form's M2 and odd moduli of other sizes.
+TEST(OzakiArith, MontgomeryMultiplicationIsExact) {
+  std::mt19937_64 g(9);
+  std::vector<std::uint64_t> Ms;
+  for (int N = 8; N <= 14; ++N) Ms.push_back(crt_constants(N).M2);
+  for (int t = 0; t < 50; ++t) Ms.push_back((g() >> (1 + t % 40)) | 1);
+  Ms.push_back((1ull << 63) - 1);
+  for (std::uint64_t M : Ms) {
+    std::uint64_t v = M;
+    for (int i = 0; i < 5; ++i) v *= 2 - M * v;
+    ASSERT_EQ(v * M, 1u);
+    const std::uint64_t Mp = ~v + 1;
+    const unsigned __int128 R_inv_mod = [&] {  // R^-1 mod M: 1 halved mod M 64 times
+      unsigned __int128 x = 1;
+      for (int i = 0; i < 64; ++i) x = x % 2 ? (x + M) / 2 : x / 2;  // x 2^-1 mod M, 64 times
+      return x;
+    }();
+    for (int t = 0; t < 3000; ++t) {
+      const std::uint64_t a = t == 0 ? (1ull << 60) - 1 : t == 1 ? 0 : t == 2 ? 1 : g() >> 4;
+      const std::uint64_t b = t < 3 ? M - 1 : t == 3 ? 0 : g() % M;
+      const std::uint64_t want = std::uint64_t((unsigned __int128)a * b % M * R_inv_mod % M);
+      ASSERT_EQ(montgomery(a, b, M, Mp), want) << "M " << M << " a " << a << " b " << b;
     }
   }
 }
@@ -122,22 +172,39 @@ void split_matches_wide(int N, std::mt19937_64& g, std::index_sequence<L...>) {
   ASSERT_TRUE(crt_splits(c)) << N;
   EXPECT_LT(c.M1, 1ull << 56);
   EXPECT_LT(c.M2, 1ull << 56);
-  EXPECT_EQ(c.M1 % c.M2 * (unsigned __int128)c.inv % c.M2, 1u % c.M2) << N;
+  EXPECT_EQ(c.M2 % 2, 1u);
+  EXPECT_EQ(c.offset % c.M2, 0u);
+  EXPECT_GE(c.offset, kSplitAt * c.M1);
   for (int t = 0; t < 20000; ++t) {
     U128 S;
-    std::uint64_t x1 = 0, x2 = 0;
+    CrtSum x1, x2;
     auto one = [&](auto lc) {
       constexpr int l = decltype(lc)::value;
       constexpr int m = modulus(l);
       if (l >= N) return;
       const int sum = t == 0 ? 0 : t == 1 ? m - 1 : t == 2 ? -1 : int(g() >> 33) * (t % 2 ? 1 : -1);
       crt_add(S, c, l, fold<m>(sum, c.y[l]));
-      crt_add_group(l < kSplitAt ? x1 : x2, c.G[l], fold<m>(sum, fold_coefficient(c, l)), l < kSplitAt ? c.M1 : c.M2);
+      crt_sum_add(l < kSplitAt ? x1 : x2, c.G[l], fold<m>(sum, fold_coefficient(c, l)));
     };
     (one(std::integral_constant<int, int(L)>{}), ...);
-    const U128 x = crt_join(x1, x2, c);
+    U128 x = crt_join(crt_sum_value(x1), crt_sum_value(x2), c);
+    ASSERT_EQ(crt_signed_near(x, c), crt_signed(S, c)) << "N " << N << " t " << t;
+    if (ge(x, c.M)) x = sub(x, c.M);
     ASSERT_EQ(x.lo, S.lo) << "N " << N << " t " << t;
     ASSERT_EQ(x.hi, S.hi) << "N " << N << " t " << t;
+  }
+  // the largest sums (every u_l = m_l - 1) and none: x's residues are u_l G_l mod m_l, x < M + 6 M1
+  for (int ext = 0; ext < 2; ++ext) {
+    CrtSum x1, x2;
+    for (int l = 0; l < N; ++l) crt_sum_add(l < kSplitAt ? x1 : x2, c.G[l], ext ? unsigned(modulus(l) - 1) : 0u);
+    const U128 x = crt_join(crt_sum_value(x1), crt_sum_value(x2), c);
+    const unsigned __int128 xv = (unsigned __int128)x.hi << 64 | x.lo;
+    const unsigned __int128 M = (unsigned __int128)c.M.hi << 64 | c.M.lo;
+    EXPECT_LT(xv, M + 6 * (unsigned __int128)c.M1) << N;
+    for (int l = 0; l < N; ++l) {
+      const unsigned m = unsigned(modulus(l)), u = ext ? m - 1 : 0;
+      EXPECT_EQ(unsigned(xv % m), unsigned((unsigned __int128)u * c.G[l] % m)) << "N " << N << " l " << l;
+    }
   }
 }
 TEST(OzakiArith, SplitCrtMatchesTheWideOne) {
