@@ -356,32 +356,45 @@ __global__ void winograd_sums(index_t Kh, index_t Oh, index_t Kp, const int8_t* 
 
 // One modulus after a Winograd level: the seven quarter products P1..P7 (hr x hw each, ld hr,
 // `quarter` ints apart), each reduced mod m (so that the sums of four stay small), combined into
-// C's quadrants (ozaki::winograd_c) and folded as fold_residue folds, into R (2 hr x 2 hw, ld
-// 2 hr). Four consecutive i per thread (hr is a multiple of 16).
-template <int L>
+// C's quadrants (ozaki::winograd_c) and folded as fold_residue folds. Real: the four quadrants
+// into R (2 hr x 2 hw, ld 2 hr). Complex: the stacked operands' halves are the real and imaginary
+// parts, so the quadrants are RR, RI, IR and II; Re = RR - II and Im = RI + IR go to the two
+// planes of R (hr x hw each, ld hr). Four consecutive i per thread (hr is a multiple of 16).
+template <int L, bool Complex>
 __global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t quarter, int y, uint8_t* R) {
   constexpr int mod = modulus(L);
+  constexpr int outs = Complex ? 2 : 4;
   const index_t i = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (i >= hr) return;
-  const index_t ld = 2 * hr;
   for (index_t j = blockIdx.y; j < hw; j += gridDim.y) {
     int4 p4[7];
     for (int r = 0; r < 7; ++r) p4[r] = *reinterpret_cast<const int4*>(P + r * quarter + i + j * hr);
-    uchar4 out[4];
+    uchar4 out[outs];
     auto lane = [&](auto get, auto put) {
       int p[7], c[4];
       for (int r = 0; r < 7; ++r) p[r] = get(p4[r]) % mod;
       ozaki::winograd_c(p, c);
-      for (int q = 0; q < 4; ++q) put(out[q], uint8_t(ozaki::fold<mod>(c[q], y)));
+      if constexpr (Complex) {
+        put(out[0], uint8_t(ozaki::fold<mod>(c[0] - c[3], y)));
+        put(out[1], uint8_t(ozaki::fold<mod>(c[1] + c[2], y)));
+      } else {
+        for (int q = 0; q < 4; ++q) put(out[q], uint8_t(ozaki::fold<mod>(c[q], y)));
+      }
     };
     lane([](int4 c) { return c.x; }, [](uchar4& u, uint8_t v) { u.x = v; });
     lane([](int4 c) { return c.y; }, [](uchar4& u, uint8_t v) { u.y = v; });
     lane([](int4 c) { return c.z; }, [](uchar4& u, uint8_t v) { u.z = v; });
     lane([](int4 c) { return c.w; }, [](uchar4& u, uint8_t v) { u.w = v; });
-    *reinterpret_cast<uchar4*>(R + i + j * ld) = out[0];              // C11
-    *reinterpret_cast<uchar4*>(R + i + (j + hw) * ld) = out[1];       // C12
-    *reinterpret_cast<uchar4*>(R + i + hr + j * ld) = out[2];         // C21
-    *reinterpret_cast<uchar4*>(R + i + hr + (j + hw) * ld) = out[3];  // C22
+    if constexpr (Complex) {
+      *reinterpret_cast<uchar4*>(R + i + j * hr) = out[0];            // Re
+      *reinterpret_cast<uchar4*>(R + hr * hw + i + j * hr) = out[1];  // Im
+    } else {
+      const index_t ld = 2 * hr;
+      *reinterpret_cast<uchar4*>(R + i + j * ld) = out[0];              // C11
+      *reinterpret_cast<uchar4*>(R + i + (j + hw) * ld) = out[1];       // C12
+      *reinterpret_cast<uchar4*>(R + i + hr + j * ld) = out[2];         // C21
+      *reinterpret_cast<uchar4*>(R + i + hr + (j + hw) * ld) = out[3];  // C22
+    }
   }
 }
 
@@ -567,34 +580,6 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
   }
 }
 
-// The same for a complex product: its stacked operands' halves are the real and imaginary parts,
-// so the quadrants of C are RR, RI, IR and II (m x n each); Re = RR - II and Im = RI + IR are
-// folded into the two planes of R (m x n each, ld m), as fold_residue folds them.
-template <int L>
-__global__ void fold_winograd_complex(index_t m, index_t n, const int* P, std::size_t quarter, int y, uint8_t* R) {
-  constexpr int mod = modulus(L);
-  const index_t i = 4 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
-  if (i >= m) return;
-  for (index_t j = blockIdx.y; j < n; j += gridDim.y) {
-    int4 p4[7];
-    for (int r = 0; r < 7; ++r) p4[r] = *reinterpret_cast<const int4*>(P + r * quarter + i + j * m);
-    uchar4 re, im;
-    auto lane = [&](auto get, auto put) {
-      int p[7], c[4];
-      for (int r = 0; r < 7; ++r) p[r] = get(p4[r]) % mod;
-      ozaki::winograd_c(p, c);
-      put(re, uint8_t(ozaki::fold<mod>(c[0] - c[3], y)));
-      put(im, uint8_t(ozaki::fold<mod>(c[1] + c[2], y)));
-    };
-    lane([](int4 c) { return c.x; }, [](uchar4& u, uint8_t v) { u.x = v; });
-    lane([](int4 c) { return c.y; }, [](uchar4& u, uint8_t v) { u.y = v; });
-    lane([](int4 c) { return c.z; }, [](uchar4& u, uint8_t v) { u.z = v; });
-    lane([](int4 c) { return c.w; }, [](uchar4& u, uint8_t v) { u.w = v; });
-    *reinterpret_cast<uchar4*>(R + i + j * m) = re;
-    *reinterpret_cast<uchar4*>(R + m * n + i + j * m) = im;
-  }
-}
-
 template <int L = 0>
 void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t* X, int8_t* sums, cudaStream_t s) {
   if constexpr (L < kMax) {
@@ -613,8 +598,8 @@ void launch_fold_winograd(int l, bool complex, index_t hr, index_t hw, const int
   if constexpr (L < kMax) {
     if (l != L) return launch_fold_winograd<L + 1>(l, complex, hr, hw, P, quarter, y, R, s);
     const dim3 grid(unsigned((hr / 4 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
-    if (complex) fold_winograd_complex<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
-    else fold_winograd<L><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    if (complex) fold_winograd<L, true><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    else fold_winograd<L, false><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
   }
 }
 
