@@ -357,7 +357,8 @@ DISTMM_HD U128 crt_join(std::uint64_t x1, std::uint64_t x2, const Crt& c) {
   x.hi = mul_hi(c.M1, t);
   return add(x, U128{x1, 0});
 }
-// The symmetric value of x in [0, 2M): x, x - M or -(M - x), as crt_signed gives for x mod M.
+// The symmetric value of x in [0, M + M/2] (crt_join's x < M + 6 M1): x, x - M or -(M - x), as
+// crt_signed gives for x mod M.
 DISTMM_HD double crt_signed_near(U128 x, const Crt& c) {
   if (ge(c.half, x)) return to_double(x);
   return ge(x, c.M) ? to_double(sub(x, c.M)) : -to_double(sub(c.M, x));
