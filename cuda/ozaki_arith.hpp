@@ -359,10 +359,7 @@ DISTMM_HD U128 crt_join(std::uint64_t x1, std::uint64_t x2, const Crt& c) {
 }
 // The symmetric value of x in [0, M + M/2] (crt_join's x < M + 6 M1): x, x - M or -(M - x), as
 // crt_signed gives for x mod M.
-DISTMM_HD double crt_signed_near(U128 x, const Crt& c) {
-  if (ge(c.half, x)) return to_double(x);
-  return ge(x, c.M) ? to_double(sub(x, c.M)) : -to_double(sub(c.M, x));
-}
+DISTMM_HD double crt_signed_near(U128 x, const Crt& c) { return crt_signed(ge(x, c.M) ? sub(x, c.M) : x, c); }
 
 // The CRT in one 64-bit word where N M < 2^60 (N <= 7): S = sum u_l M_l < N M, reduced once
 // (reduce_small_quotient), the same S as the 128-bit sum, so the same double.

@@ -302,12 +302,6 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
   capped_is_identical<float>(Op::N, Op::N, 1001, 37, 1500);  // few columns: row blocks, the bound's pairs too
 }
 
-template <class T>
-T conj_if(T x) {
-  if constexpr (is_complex_v<T>) return std::conj(x);
-  else return x;
-}
-
 // One exact Winograd level in the residues (DISTMM_EMULATION_LEVEL=1: seven quadrant products
 // per modulus): the same integers, so bit for bit the product without it (=0), and the report
 // says whether it ran. Products whose stacked rows and columns (twice the complex ones) and k are
@@ -443,10 +437,7 @@ void parts_reuse_a(Op ta, index_t m, index_t k, std::vector<index_t> widths, dou
   index_t n = 0;
   for (index_t w : widths) n += w;
   const stress::Problem<T> p = stress::problems<T>(m, n, k, 41).front();  // uniform
-  std::vector<T> A = p.A, B = p.B;
-  if (ta != Op::N)
-    for (index_t h = 0; h < k; ++h)
-      for (index_t i = 0; i < m; ++i) A[h + i * k] = ta == Op::C ? conj_if(p.A[i + h * m]) : p.A[i + h * m];
+  auto [A, B] = stress::stored_as(p, ta, Op::N);
   if (wide_second_part > 0) {  // the second part's entries times 2^s, s in [-spread, spread]: more moduli
     std::mt19937 g(7);
     std::uniform_int_distribution<int> sc(-int(wide_second_part), int(wide_second_part));
