@@ -160,6 +160,10 @@ class PinnedBuffer {
 class CudaStream {
  public:
   CudaStream() { cuda_check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "stream"); }
+  // priority: as cudaStreamCreateWithPriority takes it (lower numbers first)
+  explicit CudaStream(int priority) {
+    cuda_check(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, priority), "stream");
+  }
   ~CudaStream() { cudaStreamDestroy(s_); }
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;

@@ -15,7 +15,8 @@
 //      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
 //      the operand is stored the other way;
 //   4. per modulus: one cuBLASLt INT8 GEMM (int32 sums, exact), then fold_residue reduces the
-//      int32 result to (C mod m_l) * y_l mod m_l in one byte;
+//      int32 result to (C mod m_l) * y_l mod m_l in one byte, on a second stream beside the next
+//      modulus' product, on the SMs the products leave free (DISTMM_EMULATION_SIDE_SMS);
 //   5. crt_combine: the N bytes of each entry give A'B' by the CRT (in one 64-bit word for
 //      N <= 7, two joined by Garner's step for N <= 14, else 128-bit integers: CrtForm), scaled
 //      back by 2^-(e_i + f_j), C = alpha AB + beta C (C is not read when beta = 0).
@@ -647,12 +648,23 @@ struct Int8Emulation::Impl {
   DeviceBuffer<unsigned char> stats;  // per row and column: statistics and exponents; flags
   DeviceBuffer<unsigned char> lt_work;
   PinnedBuffer<Flags> flags_host;
-  std::map<std::tuple<index_t, index_t, index_t, index_t>, LtPlan> plans;  // (rows, cols, Kp, ld)
+  std::map<std::tuple<index_t, index_t, index_t, index_t, int>, LtPlan> plans;  // (rows, cols, Kp, ld, SM target)
   std::optional<std::pair<std::string, int>> gpu;  // the device's name and SMs, once a tuned entry is looked up
   // The fold of modulus l runs on its own stream while the INT8 product of modulus l + 1 runs
   // (two int32 buffers, used in turn).
   CudaStream fold_stream;
   CudaEvent product_done[2], fold_done[2];
+  // The INT8 products (and the Winograd sums before them) run on a stream of the greatest
+  // priority, cuBLASLt told to leave some SMs free where that pays (side_target): the folds on
+  // fold_stream take those SMs while the next product runs, instead of waiting for the SMs a
+  // product holds; the priority keeps the folds' blocks from taking the products' SMs.
+  static int greatest_priority() {
+    int least = 0, greatest = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "priority range");
+    return greatest;
+  }
+  CudaStream gemm_stream{greatest_priority()};
+  CudaEvent gemm_ready, gemm_finished;
   // What a call with ReuseOfA::keep derived from op(A), for the next call with kept (cuboid's
   // first step in parts of B's columns, node/engine.hpp): op(A)'s statistics and flags, its
   // magnitudes' slices for the bound (whole or in pairs), its N slices. Each part is valid for
@@ -704,13 +716,16 @@ struct Int8Emulation::Impl {
   // heuristic's first choice is not always the fastest INT8 kernel; seed 000's tuning applied
   // to the products). The tuned one only joins the race, so a stale entry costs nothing.
   // (null when cuBLASLt has no candidate for the shape; ld: the operands' leading dimension,
-  // Kp where 0, larger for the quadrants of a Winograd level)
+  // Kp where 0, larger for the quadrants of a Winograd level; sm_target: the SMs it may take,
+  // all where 0)
   LtPlan* plan(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A, const int8_t* B, int* C,
-               index_t ld = 0) {
-    const auto key = std::make_tuple(rows, cols, Kp, ld);
+               index_t ld = 0, int sm_target = 0) {
+    const auto key = std::make_tuple(rows, cols, Kp, ld, sm_target);
     auto it = plans.find(key);
     if (it != plans.end()) return &it->second;
     LtPlan p = lt_int8_plan(rows, cols, Kp, ld);
+    if (sm_target > 0)
+      cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target, sizeof sm_target);
     struct Candidate {
       cublasLtMatmulAlgo_t algo;
       std::size_t workspace;
@@ -737,8 +752,8 @@ struct Int8Emulation::Impl {
       return n;
     };
     std::size_t best = 0;
-    if (cand.size() > 1 && timed) {
-      double best_ms = 0;
+    double best_ms = 0;
+    if (timed) {
       const int one = 1, zero = 0;
       for (std::size_t c = 0; c < cand.size(); ++c) {
         bool ok = true;
@@ -755,13 +770,17 @@ struct Int8Emulation::Impl {
       if (show) std::fprintf(stderr, "int8 gemm %lld x %lld x %lld runs %s\n", (long long)rows, (long long)cols,
                              (long long)Kp, name(best).c_str());
     }
-    p.algo = cand[best].algo, p.workspace = cand[best].workspace, p.ok = true;
+    p.algo = cand[best].algo, p.workspace = cand[best].workspace, p.ok = true, p.ms = best_ms;
     return &plans.emplace(key, std::move(p)).first->second;
   }
 
   // The tuned "i8" configuration for a rows x cols x Kp product on this GPU, if the tuning file
   // has one that applies (its exact shape, else its size where the tiles fill the waves).
   std::optional<GemmConfig> tuned_candidate(index_t rows, index_t cols, index_t Kp) {
+    return tuned_config(device().first, "i8", rows, cols, Kp, device().second, lt_tile_shape).config;
+  }
+  // The device's name and SM count (looked up once)
+  const std::pair<std::string, int>& device() {
     if (!gpu) {
       int dev = 0;
       cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
@@ -769,12 +788,36 @@ struct Int8Emulation::Impl {
       cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
       gpu.emplace(prop.name, prop.multiProcessorCount);
     }
-    return tuned_config(gpu->first, "i8", rows, cols, Kp, gpu->second, lt_tile_shape).config;
+    return *gpu;
   }
+  // The SM count target of the products that the folds run beside (0: every SM): all but
+  // DISTMM_EMULATION_SIDE_SMS (at most half of them) where it is a number; where it is auto, all
+  // but kAutoSideSms where that pays: a modulus' fold, its bytes at the memory's peak rate, takes
+  // longer than the free SMs' share of the products it follows (`product_ms`, measured on every
+  // SM; 0 where not timed). (At f64 and f32 16384 on an H200 it pays, the fold about 9% of the
+  // products; at 32768, 4.5%, it does not: docs/performance.md, "Session 33".)
+  static constexpr int kAutoSideSms = 8;
+  int side_target(double fold_bytes, double product_ms) {
+    const std::optional<int> forced = settings().emulation_side_sms;
+    const int sms = device().second, side = std::min(forced.value_or(kAutoSideSms), sms / 2);
+    if (side <= 0) return 0;
+    if (forced) return sms - side;
+    if (!(product_ms > 0)) return 0;
+    if (bandwidth == 0) {
+      int dev = 0, khz = 0, bits = 0;
+      cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+      cuda_check(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev), "memory clock");
+      cuda_check(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev), "memory bus");
+      bandwidth = 2.0 * khz * 1e3 * bits / 8;  // bytes per second (double data rate)
+    }
+    const double fold_ms = bandwidth > 0 ? fold_bytes / bandwidth * 1e3 : 0;
+    return fold_ms > product_ms * side / sms ? sms - side : 0;
+  }
+  double bandwidth = 0;
 
   void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
-                 const int8_t* B, int* C, index_t ld = 0) {
-    LtPlan* found = plan(s, rows, cols, Kp, A, B, C, ld);
+                 const int8_t* B, int* C, index_t ld = 0, int sm_target = 0) {
+    LtPlan* found = plan(s, rows, cols, Kp, A, B, C, ld, sm_target);
     if (!found) throw std::runtime_error("cuBLASLt offers no INT8 GEMM for this shape");  // planned before
     LtPlan& p = *found;
     const int one = 1, zero = 0;
@@ -1032,16 +1075,17 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   };
   // The INT8 products' plans (full and last row blocks and panels), made before anything is
   // written, so that a shape cuBLASLt cannot do is declined with C untouched.
-  // (step 2: the products of the bound's pairs)
-  auto planned = [&](const Sizes& zz, const Work& wk, index_t step = 1) -> std::string {
+  // (step 2: the products of the bound's pairs; sm_target: as the products will run)
+  auto planned = [&](const Sizes& zz, const Work& wk, index_t step = 1, int sm_target = 0) -> std::string {
     for (index_t r : {zz.mb, m - (m - 1) / zz.mb * zz.mb})
       for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb}) {
         const index_t OpA = round_up(parts * ((r + step - 1) / step), 16);
         const index_t OpB = round_up(parts * ((w + step - 1) / step), 16);
-        if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32))
+        if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32, 0, sm_target))
           return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
                  std::to_string(zz.Kp);
-        if (step == 1 && level_for(zz, r, w) && !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp))
+        if (step == 1 && level_for(zz, r, w) &&
+            !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp, sm_target))
           return "cuBLASLt offers no INT8 GEMM for the quadrants " + std::to_string(OpA / 2) + " x " +
                  std::to_string(OpB / 2) + " x " + std::to_string(zz.Kp / 2);
       }
@@ -1177,9 +1221,21 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   Work timed_on = wk;  // (the INT8 plans are timed on the buffers they will read)
   if (a_elsewhere) timed_on.a = slices_a;
   if (std::string why = planned(z, timed_on); !why.empty()) return why;
-  // (serial under the profile, so that each pass's time is its own)
+  // (serial under the profile, so that each pass's time is its own: the products then take
+  // every SM)
   const bool overlap = !clock.on;
+  int sm_target = 0;
+  if (overlap) {  // the first panel's products and fold, per modulus
+    const index_t OpA = round_up(parts * z.mb, 16), OpB = round_up(parts * z.nb, 16);
+    const bool level = level_for(z, z.mb, z.nb);
+    const LtPlan* p = level ? im.plan(s, OpA / 2, OpB / 2, z.Kp / 2, timed_on.a, timed_on.b, timed_on.c32, z.Kp)
+                            : im.plan(s, OpA, OpB, z.Kp, timed_on.a, timed_on.b, timed_on.c32);
+    const double cells = double(OpA) * OpB;  // int32 read (seven quarters with the level), a byte written
+    sm_target = im.side_target(cells * (level ? 8 : 5), p->ms * (level ? 7 : 1));
+    if (sm_target > 0 && !planned(z, timed_on, 1, sm_target).empty()) sm_target = 0;
+  }
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;
+  const cudaStream_t gs = overlap ? im.gemm_stream.get() : s;
 
   // 4. Per row block: its slices of A once, then per panel B's slices, the N products and folds,
   // the CRT into C.
@@ -1213,30 +1269,36 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       any_level |= level;
       const std::size_t plane = std::size_t(parts) * rows * w;
       const std::size_t quarter = z.c32 / 7 / 256 * 256 / sizeof(int);  // (each quarter product's ints)
+      if (gs != s) {  // (the slices are made on s)
+        cuda_check(cudaEventRecord(im.gemm_ready.get(), s), "event");
+        cuda_check(cudaStreamWaitEvent(gs, im.gemm_ready.get(), 0), "wait");
+      }
       for (int l = 0; l < N; ++l) {
         const int slot = l % 2;
         int* product = c32 + slot * (z.c32 / sizeof(int));
         // the fold that read this buffer two moduli ago is done
-        if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(s, im.fold_done[slot].get(), 0), "wait");
+        if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(gs, im.fold_done[slot].get(), 0), "wait");
         const std::size_t at_a = l * std::size_t(z.Kp) * OpA, at_b = l * std::size_t(z.Kp) * OpB;
         if (level) {  // this modulus' sums, then P1..P7 on the quadrants in place, each of half the rows, columns and k
-          launch_winograd_sums(l, true, z.Kp, OpA, slices_a + at_a, wk.sums_a, s);
-          launch_winograd_sums(l, false, z.Kp, OpB, slices_b + at_b, wk.sums_b, s);
+          // (on the products' stream: beside them on the SMs they leave, with the fold, the sums
+          // of a large product would hold up the next; DISTMM_EMULATION_SIDE_SMS above)
+          launch_winograd_sums(l, true, z.Kp, OpA, slices_a + at_a, wk.sums_a, gs);
+          launch_winograd_sums(l, false, z.Kp, OpB, slices_b + at_b, wk.sums_b, gs);
           cuda_check(cudaGetLastError(), "Winograd sums kernel");
           clock.mark("Winograd sums", s);
           for (int r = 0; r < 7; ++r) {
             const ozaki::WinogradOperand oa = ozaki::kWinogradA[r], ob = ozaki::kWinogradB[r];
-            im.int8_gemm(s, OpA / 2, OpB / 2, z.Kp / 2,
+            im.int8_gemm(gs, OpA / 2, OpB / 2, z.Kp / 2,
                          (oa.sum ? wk.sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant),
                          (ob.sum ? wk.sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant),
-                         product + r * quarter, z.Kp);
+                         product + r * quarter, z.Kp, sm_target);
           }
         } else {
-          im.int8_gemm(s, OpA, OpB, z.Kp, slices_a + at_a, slices_b + at_b, product);
+          im.int8_gemm(gs, OpA, OpB, z.Kp, slices_a + at_a, slices_b + at_b, product, 0, sm_target);
         }
         clock.mark("int8 gemm", s);
         if (overlap) {
-          cuda_check(cudaEventRecord(im.product_done[slot].get(), s), "event");
+          cuda_check(cudaEventRecord(im.product_done[slot].get(), gs), "event");
           cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
         }
         if (level)
@@ -1247,6 +1309,10 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         cuda_check(cudaGetLastError(), "fold kernel");
         if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
         clock.mark("fold", s);
+      }
+      if (gs != s) {
+        cuda_check(cudaEventRecord(im.gemm_finished.get(), gs), "event");
+        cuda_check(cudaStreamWaitEvent(s, im.gemm_finished.get(), 0), "wait");
       }
       if (overlap)  // the reconstruction reads every fold's bytes
         for (int slot = 0; slot < std::min(N, 2); ++slot)

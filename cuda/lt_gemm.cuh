@@ -110,6 +110,7 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};
   std::size_t workspace = 0;
   bool ok = false;
+  double ms = 0;  // the time measured for it where its user timed it (0: not timed)
 };
 
 // Sets p.algo to configuration `cfg` and p.ok to whether cuBLASLt runs it on p's descriptors

@@ -97,7 +97,8 @@ const std::vector<std::string>& setting_names() {
       "DISTMM_ENGINE",       "DISTMM_ALGO",          "DISTMM_SCALAPACK_DIRECT", "DISTMM_PANEL",
       "DISTMM_THREADS",      "DISTMM_SCALAPACK_MIN", "DISTMM_VERBOSE",          "DISTMM_SCALAPACK_STATS",
       "DISTMM_MEM_LIMIT",    "DISTMM_KSPLIT_BALANCE", "DISTMM_KSPLIT_SKEW",     "DISTMM_CAPS_BALANCE",
-      "DISTMM_CAPS_SKEW",    "DISTMM_DEVICE_COMM",   "DISTMM_EMULATION_PROFILE", "DISTMM_EMULATION_WORKSPACE", "DISTMM_EMULATION_LEVEL", "DISTMM_NCCL",
+      "DISTMM_CAPS_SKEW",    "DISTMM_DEVICE_COMM",   "DISTMM_EMULATION_PROFILE", "DISTMM_EMULATION_WORKSPACE", "DISTMM_EMULATION_LEVEL",
+      "DISTMM_EMULATION_SIDE_SMS", "DISTMM_NCCL",
       "DISTMM_MACHINE_FILE", "DISTMM_TUNING_FILE",   "DISTMM_MPIRUN"};
   return names;
 }
@@ -131,6 +132,9 @@ Settings read_settings(const std::function<const char*(const char*)>& lookup) {
   with("DISTMM_EMULATION_WORKSPACE", [&](const char* n, std::string_view v) { s.emulation_workspace = setting::bytes(n, v); });
   with("DISTMM_EMULATION_LEVEL", [&](const char* n, std::string_view v) {
     s.emulation_level = setting::choice(n, v, {"auto", "0", "1"});
+  });
+  with("DISTMM_EMULATION_SIDE_SMS", [&](const char* n, std::string_view v) {
+    if (v != "auto") s.emulation_side_sms = int(setting::integer(n, v, 0, 1024));
   });
   with("DISTMM_NCCL", [&](const char*, std::string_view v) { s.nccl = v; });
   with("DISTMM_MPIRUN", [&](const char* n, std::string_view v) {

@@ -358,6 +358,50 @@ TEST(Int8Emulation, AWinogradLevelInTheResiduesGivesTheSameBits) {
   level_is_identical<std::complex<float>>(Op::N, Op::N, 40, 64, 64, false);
 }
 
+// The streams change no bit: the passes one after another on the caller's stream (under
+// DISTMM_EMULATION_PROFILE=1), against the products on their own stream beside the folds, with
+// SMs left free for them or none (DISTMM_EMULATION_SIDE_SMS), in one panel or in row blocks and
+// panels under a cap. A missing wait between the streams would read a buffer half made.
+template <class T>
+void streams_are_identical(Op ta, Op tb, index_t m, index_t n, index_t k, const char* cap = nullptr,
+                           bool level = true) {
+  const auto [A, B] = stress::stored_as(stress::problems<T>(m, n, k, 29).front(), ta, tb);  // uniform
+  const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
+  auto with = [&](const char* profile, const char* side) {
+    std::vector<T> C(std::size_t(m) * n);
+    for (std::size_t t = 0; t < C.size(); ++t) C[t] = T(real_t<T>(std::cos(double(t))));
+    ::setenv("DISTMM_EMULATION_LEVEL", level ? "1" : "0", 1);
+    ::setenv("DISTMM_EMULATION_PROFILE", profile, 1);
+    ::setenv("DISTMM_EMULATION_SIDE_SMS", side, 1);
+    if (cap) ::setenv("DISTMM_EMULATION_WORKSPACE", cap, 1);
+    auto e = make_engine("gpu-ozaki", EngineOptions{});
+    e->gemm(ta, tb, m, n, k, T(0.75), A.data(), lda, B.data(), ldb, T(0.5), C.data(), m);
+    for (const char* v : {"DISTMM_EMULATION_LEVEL", "DISTMM_EMULATION_PROFILE", "DISTMM_EMULATION_SIDE_SMS",
+                          "DISTMM_EMULATION_WORKSPACE"})
+      ::unsetenv(v);
+    EXPECT_EQ(e->describe().find("with an exact Winograd level in the residues") != std::string::npos, level)
+        << e->describe();
+    return C;
+  };
+  const std::vector<T> serial = with("1", "auto");
+  for (const char* side : {"auto", "0", "8", "64"}) {
+    const std::vector<T> C = with("0", side);
+    for (std::size_t t = 0; t < C.size(); ++t)
+      ASSERT_EQ(serial[t], C[t]) << t << " of " << m << "x" << n << "x" << k << " side SMs " << side;
+  }
+}
+
+TEST(Int8Emulation, TheStreamsChangeNoBit) {
+  REQUIRE_GPU();
+  streams_are_identical<double>(Op::N, Op::N, 512, 480, 1024);  // 14 moduli
+  streams_are_identical<float>(Op::T, Op::N, 1024, 1024, 2048);  // 7 moduli
+  streams_are_identical<std::complex<double>>(Op::N, Op::C, 256, 160, 512);
+  streams_are_identical<float>(Op::N, Op::T, 1024, 544, 1504, "2752512");  // blocks and panels
+  streams_are_identical<double>(Op::T, Op::N, 640, 320, 512, "1835008");
+  streams_are_identical<double>(Op::N, Op::T, 301, 97, 512, nullptr, false);  // one product per modulus
+  streams_are_identical<std::complex<float>>(Op::N, Op::N, 170, 150, 300, nullptr, false);
+}
+
 #ifdef DISTMM_HAVE_CUDA
 // op(A) times B's columns in parts, one device call per part (cuboid's first step): with
 // ReuseOfA (keep, kept) the emulation takes op(A)'s statistics, magnitudes and slices from the

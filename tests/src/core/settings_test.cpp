@@ -94,6 +94,11 @@ TEST(Settings, NamesFromTheirLists) {
   EXPECT_EQ(from({}).emulation_level, "auto");
   EXPECT_EQ(from({{"DISTMM_EMULATION_LEVEL", "0"}}).emulation_level, "0");
   EXPECT_NE(error_of([] { from({{"DISTMM_EMULATION_LEVEL", "2"}}); }).find("DISTMM_EMULATION_LEVEL='2'"), std::string::npos);
+  EXPECT_FALSE(from({}).emulation_side_sms);
+  EXPECT_FALSE(from({{"DISTMM_EMULATION_SIDE_SMS", "auto"}}).emulation_side_sms);
+  EXPECT_EQ(from({{"DISTMM_EMULATION_SIDE_SMS", "0"}}).emulation_side_sms, 0);
+  EXPECT_NE(error_of([] { from({{"DISTMM_EMULATION_SIDE_SMS", "-1"}}); }).find("DISTMM_EMULATION_SIDE_SMS='-1'"),
+            std::string::npos);
   // ScaLAPACK cannot answer its own P?GEMM through the drop-in.
   const std::string algo = error_of([] { check_named_settings(from({{"DISTMM_ALGO", "scalapack"}})); });
   EXPECT_NE(algo.find("DISTMM_ALGO='scalapack' is not valid: use auto, summa"), std::string::npos) << algo;
