@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 33, call 1 (one H200): do the folds hide behind the INT8 products when the products
-# leave SMs free? Variants by environment (experiment switches in build-s33/distmm):
+# leave SMs free? Variants by environment (build-s33/distmm: main 74f1861 with two experiment
+# switches, not committed: DISTMM_EMULATION_PRIORITY=1 put the products on a stream of the
+# greatest priority, DISTMM_EMULATION_SMS=N set the SM count target of every INT8 product):
 #   base: as main (products on the caller's stream, every SM);
 #   prio: the products on a stream of the greatest priority;
 #   prioN: the same, cuBLASLt told to target N SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET).
