@@ -15,8 +15,8 @@
 //      k-contiguous (the "TN" layout INT8 GEMMs want), transposed through shared memory where
 //      the operand is stored the other way;
 //   4. per modulus: one cuBLASLt INT8 GEMM (int32 sums, exact), then fold_residue reduces the
-//      int32 result to (C mod m_l) * y_l mod m_l in one byte, on a second stream beside the next
-//      modulus' product, on the SMs the products leave free (DISTMM_EMULATION_SIDE_SMS);
+//      int32 result to (C mod m_l) * y_l mod m_l in one byte, on a second stream, beside the next
+//      modulus' product on SMs it leaves free where that pays (DISTMM_EMULATION_SIDE_SMS);
 //   5. crt_combine: the N bytes of each entry give A'B' by the CRT (in one 64-bit word for
 //      N <= 7, two joined by Garner's step for N <= 14, else 128-bit integers: CrtForm), scaled
 //      back by 2^-(e_i + f_j), C = alpha AB + beta C (C is not read when beta = 0).
@@ -649,7 +649,8 @@ struct Int8Emulation::Impl {
   DeviceBuffer<unsigned char> lt_work;
   PinnedBuffer<Flags> flags_host;
   std::map<std::tuple<index_t, index_t, index_t, index_t, int>, LtPlan> plans;  // (rows, cols, Kp, ld, SM target)
-  std::optional<std::pair<std::string, int>> gpu;  // the device's name and SMs, once a tuned entry is looked up
+  std::optional<std::pair<std::string, int>> gpu;  // the device's name and SMs (device())
+  double bandwidth = 0;                             // its memory's peak bytes per second (device())
   // The fold of modulus l runs on its own stream while the INT8 product of modulus l + 1 runs
   // (two int32 buffers, used in turn).
   CudaStream fold_stream;
@@ -779,14 +780,17 @@ struct Int8Emulation::Impl {
   std::optional<GemmConfig> tuned_candidate(index_t rows, index_t cols, index_t Kp) {
     return tuned_config(device().first, "i8", rows, cols, Kp, device().second, lt_tile_shape).config;
   }
-  // The device's name and SM count (looked up once)
+  // The device's name and SM count, and its memory's peak rate (looked up once)
   const std::pair<std::string, int>& device() {
     if (!gpu) {
-      int dev = 0;
+      int dev = 0, khz = 0, bits = 0;
       cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
       cudaDeviceProp prop;
       cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+      cuda_check(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev), "memory clock");
+      cuda_check(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev), "memory bus");
       gpu.emplace(prop.name, prop.multiProcessorCount);
+      bandwidth = 2.0 * khz * 1e3 * bits / 8;  // (double data rate)
     }
     return *gpu;
   }
@@ -802,18 +806,9 @@ struct Int8Emulation::Impl {
     const int sms = device().second, side = std::min(forced.value_or(kAutoSideSms), sms / 2);
     if (side <= 0) return 0;
     if (forced) return sms - side;
-    if (!(product_ms > 0)) return 0;
-    if (bandwidth == 0) {
-      int dev = 0, khz = 0, bits = 0;
-      cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-      cuda_check(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev), "memory clock");
-      cuda_check(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev), "memory bus");
-      bandwidth = 2.0 * khz * 1e3 * bits / 8;  // bytes per second (double data rate)
-    }
-    const double fold_ms = bandwidth > 0 ? fold_bytes / bandwidth * 1e3 : 0;
-    return fold_ms > product_ms * side / sms ? sms - side : 0;
+    if (!(product_ms > 0) || !(bandwidth > 0)) return 0;
+    return fold_bytes / bandwidth * 1e3 > product_ms * side / sms ? sms - side : 0;
   }
-  double bandwidth = 0;
 
   void int8_gemm(cudaStream_t s, index_t rows, index_t cols, index_t Kp, const int8_t* A,
                  const int8_t* B, int* C, index_t ld = 0, int sm_target = 0) {
@@ -1081,11 +1076,12 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb}) {
         const index_t OpA = round_up(parts * ((r + step - 1) / step), 16);
         const index_t OpB = round_up(parts * ((w + step - 1) / step), 16);
-        if (!im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32, 0, sm_target))
+        // (a block with the level runs only its quadrants' products)
+        const bool quadrants = step == 1 && level_for(zz, r, w);
+        if (!quadrants && !im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32, 0, sm_target))
           return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
                  std::to_string(zz.Kp);
-        if (step == 1 && level_for(zz, r, w) &&
-            !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp, sm_target))
+        if (quadrants && !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp, sm_target))
           return "cuBLASLt offers no INT8 GEMM for the quadrants " + std::to_string(OpA / 2) + " x " +
                  std::to_string(OpB / 2) + " x " + std::to_string(zz.Kp / 2);
       }
@@ -1269,7 +1265,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       any_level |= level;
       const std::size_t plane = std::size_t(parts) * rows * w;
       const std::size_t quarter = z.c32 / 7 / 256 * 256 / sizeof(int);  // (each quarter product's ints)
-      if (gs != s) {  // (the slices are made on s)
+      if (overlap) {  // (the slices are made on s)
         cuda_check(cudaEventRecord(im.gemm_ready.get(), s), "event");
         cuda_check(cudaStreamWaitEvent(gs, im.gemm_ready.get(), 0), "wait");
       }
@@ -1280,8 +1276,8 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         if (overlap && l >= 2) cuda_check(cudaStreamWaitEvent(gs, im.fold_done[slot].get(), 0), "wait");
         const std::size_t at_a = l * std::size_t(z.Kp) * OpA, at_b = l * std::size_t(z.Kp) * OpB;
         if (level) {  // this modulus' sums, then P1..P7 on the quadrants in place, each of half the rows, columns and k
-          // (on the products' stream: beside them on the SMs they leave, with the fold, the sums
-          // of a large product would hold up the next; DISTMM_EMULATION_SIDE_SMS above)
+          // (on the products' stream: made beside the fold on the free SMs, they held up the next
+          // product at 32768; docs/performance.md, "Session 33")
           launch_winograd_sums(l, true, z.Kp, OpA, slices_a + at_a, wk.sums_a, gs);
           launch_winograd_sums(l, false, z.Kp, OpB, slices_b + at_b, wk.sums_b, gs);
           cuda_check(cudaGetLastError(), "Winograd sums kernel");
@@ -1310,7 +1306,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         if (overlap) cuda_check(cudaEventRecord(im.fold_done[slot].get(), fs), "event");
         clock.mark("fold", s);
       }
-      if (gs != s) {
+      if (overlap) {
         cuda_check(cudaEventRecord(im.gemm_finished.get(), gs), "event");
         cuda_check(cudaStreamWaitEvent(s, im.gemm_finished.get(), 0), "wait");
       }
