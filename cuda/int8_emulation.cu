@@ -399,6 +399,38 @@ __global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t 
   }
 }
 
+// One modulus after two Winograd levels (real products): the 49 products P_{r,t} (hr x hw each,
+// ld hr, `sixteenth` ints apart; r the first level's product, t the second's inside it), each
+// reduced mod m; the second level's winograd_c gives the four quadrants of the first level's
+// product r, and the first level's winograd_c over r gives C's sixteen blocks, folded as
+// fold_residue folds into R (4 hr x 4 hw, ld 4 hr): block (q, t) at C's quadrant q and its
+// quadrant t. (The sums of four stay below 16 m, far from int32's range.) One i per thread:
+// each of the 49 loads is a warp's 128 contiguous bytes, each of the 16 stores its 32.
+template <int L>
+__global__ void fold_two_levels(index_t hr, index_t hw, const int* P, std::size_t sixteenth, int y, uint8_t* R) {
+  constexpr int mod = modulus(L);
+  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  if (i >= hr) return;
+  const index_t ld = 4 * hr;
+  for (index_t j = blockIdx.y; j < hw; j += gridDim.y) {
+    int inner[4][7];  // inner[t][r]: quadrant t of the first level's product r
+    for (int r = 0; r < 7; ++r) {
+      int p[7], c[4];
+      for (int t = 0; t < 7; ++t) p[t] = P[(7 * r + t) * sixteenth + i + j * hr] % mod;
+      ozaki::winograd_c(p, c);
+      for (int t = 0; t < 4; ++t) inner[t][r] = c[t];
+    }
+    for (int t = 0; t < 4; ++t) {
+      int c[4];
+      ozaki::winograd_c(inner[t], c);
+      for (int q = 0; q < 4; ++q) {
+        const index_t row = i + (t >> 1) * hr + (q >> 1) * 2 * hr, col = j + (t & 1) * hw + (q & 1) * 2 * hw;
+        R[row + col * ld] = uint8_t(ozaki::fold<mod>(c[q], y));
+      }
+    }
+  }
+}
+
 // The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
 // S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR), mp x wp of
 // it; step 2: rows and columns in pairs (pair_outer), each pair's larger norms.
@@ -582,13 +614,13 @@ void launch_fold(int l, bool complex, index_t m, index_t n, const int* C, index_
 }
 
 template <int L = 0>
-void launch_winograd_sums(int l, bool of_a, index_t Kp, index_t Op, const int8_t* X, int8_t* sums, cudaStream_t s) {
+void launch_winograd_sums(int l, bool of_a, index_t Kh, index_t Oh, index_t ld, const int8_t* X, int8_t* sums,
+                          cudaStream_t s) {
   if constexpr (L < kMax) {
-    if (l != L) return launch_winograd_sums<L + 1>(l, of_a, Kp, Op, X, sums, s);
-    const index_t Kh = Kp / 2, Oh = Op / 2;
+    if (l != L) return launch_winograd_sums<L + 1>(l, of_a, Kh, Oh, ld, X, sums, s);
     const dim3 grid(unsigned((Kh / 16 + 127) / 128), unsigned(std::min<index_t>(Oh, 65535)));
-    if (of_a) winograd_sums<L, true><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
-    else winograd_sums<L, false><<<grid, 128, 0, s>>>(Kh, Oh, Kp, X, sums);
+    if (of_a) winograd_sums<L, true><<<grid, 128, 0, s>>>(Kh, Oh, ld, X, sums);
+    else winograd_sums<L, false><<<grid, 128, 0, s>>>(Kh, Oh, ld, X, sums);
   }
 }
 
@@ -601,6 +633,17 @@ void launch_fold_winograd(int l, bool complex, index_t hr, index_t hw, const int
     const dim3 grid(unsigned((hr / 4 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
     if (complex) fold_winograd<L, true><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
     else fold_winograd<L, false><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+  }
+}
+
+// (hr x hw: the 49 products' shape, a quarter of the real operands' rows and columns)
+template <int L = 0>
+void launch_fold_two_levels(int l, index_t hr, index_t hw, const int* P, std::size_t sixteenth, int y, uint8_t* R,
+                            cudaStream_t s) {
+  if constexpr (L < kMax) {
+    if (l != L) return launch_fold_two_levels<L + 1>(l, hr, hw, P, sixteenth, y, R, s);
+    const dim3 grid(unsigned((hr + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
+    fold_two_levels<L><<<grid, 256, 0, s>>>(hr, hw, P, sixteenth, y, R);
   }
 }
 
@@ -834,14 +877,17 @@ namespace {
 struct Sizes {
   index_t Kp, mb, OpA, nb, OpB;
   std::size_t slices_a, slices_b, c32, residues, sums_a, sums_b, total;
-  bool level;  // room for a Winograd level in the residues: one modulus' sums, seven quarter products
+  // room for Winograd levels in the residues: 1, one modulus' sums and seven quarter products;
+  // 2, also the second level's sums (of one first-level operand at a time) and 49 sixteenths
+  int levels;
 };
-// (a_held: op(A)'s slices live in the held buffer, not in the workspace; level: with room for a
-// Winograd level in the residues)
+// (a_held: op(A)'s slices live in the held buffer, not in the workspace; levels: with room for
+// that many Winograd levels in the residues)
 Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, bool a_held = false,
-                bool level = false) {
+                int levels = 0) {
   Sizes z{};
-  z.level = level;
+  z.levels = levels;
+  const bool level = levels > 0;
   const int parts = cplx ? 2 : 1;
   z.Kp = round_up(std::min(kk, kMaxChunk), 16);
   z.mb = m;
@@ -852,9 +898,11 @@ Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, 
   z.slices_b = align256(std::size_t(N) * z.Kp * z.OpB);
   z.c32 = align256(std::size_t(z.OpA) * z.OpB * sizeof(int));
   if (level) z.c32 = std::max(z.c32, 7 * align256(std::size_t(z.OpA / 2) * (z.OpB / 2) * sizeof(int)));
+  if (levels > 1) z.c32 = std::max(z.c32, 49 * align256(std::size_t(z.OpA / 4) * (z.OpB / 4) * sizeof(int)));
   z.residues = align256(std::size_t(N) * parts * m * nb);
-  z.sums_a = level ? align256(std::size_t(z.Kp) * z.OpA) : 0;
-  z.sums_b = level ? align256(std::size_t(z.Kp) * z.OpB) : 0;
+  // (the second level's sums of one first-level operand, Kp/2 x Op/2 in place at ld Kp, after the first's)
+  z.sums_a = level ? align256(std::size_t(z.Kp) * z.OpA) + (levels > 1 ? align256(std::size_t(z.Kp) * z.OpA / 2) : 0) : 0;
+  z.sums_b = level ? align256(std::size_t(z.Kp) * z.OpB) + (levels > 1 ? align256(std::size_t(z.Kp) * z.OpB / 2) : 0) : 0;
   z.total = z.slices_a + z.slices_b + 2 * z.c32 + z.residues + z.sums_a + z.sums_b;
   return z;
 }
@@ -982,6 +1030,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return ozaki::Spread{double(r), double(d)};
   };
 
+  const ozaki::LevelMode level_mode = ozaki::level_mode(settings().emulation_level);
   // Workspace for N slices: all of C if it fits in what the device has free, else column
   // panels, and row blocks where op(A)'s slices alone do not fit (f64 49152 on an 80 GB GPU: the
   // operands leave about 20 GB, 14 slices of A take 34); panels no narrower than a quarter of
@@ -992,8 +1041,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     return std::min(std::size_t(double(f + im.work.size()) * 0.9), settings().emulation_workspace.value_or(SIZE_MAX));
   };
   std::size_t budget = budget_now();
-  // (a_held: op(A)'s slices in the held buffer, so whole rows only; level: with room for a
-  // Winograd level in the residues where it needs no smaller blocks than the product without)
+  // (a_held: op(A)'s slices in the held buffer, so whole rows only; level: with room for the
+  // Winograd levels in the residues that the blocks take, where they need no smaller blocks than
+  // the product without: two, else one)
   auto fit = [&](index_t kq, int NN, bool a_held = false, bool level = false) -> std::optional<Sizes> {
     for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
       if (a_held && mb < m) return std::nullopt;
@@ -1001,7 +1051,15 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
         Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb, a_held);
         if (zz.total <= budget) {
-          if (const Sizes zl = sizes_for(mb, n, kq, cplx, NN, nb, a_held, true); level && zl.total <= budget) zz = zl;
+          int wanted = 0;  // (the most that a block takes, the last ones included)
+          for (index_t r : {mb, m - (m - 1) / mb * mb})
+            for (index_t w : {nb, n - (n - 1) / nb * nb})
+              if (level) wanted = std::max(wanted, ozaki::residue_levels(level_mode, parts * r, parts * w, zz.Kp, cplx));
+          for (int lv = wanted; lv > 0; --lv)
+            if (const Sizes zl = sizes_for(mb, n, kq, cplx, NN, nb, a_held, lv); zl.total <= budget) {
+              zz = zl;
+              break;
+            }
           im.work.reserve(zz.total);
           return zz;
         }
@@ -1034,10 +1092,10 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // quadrant a plain INT8 GEMM read in place; for complex products the halves are the real and
   // imaginary parts), large enough that the INT8 work it saves outweighs the sums and the wider
   // fold (DISTMM_EMULATION_LEVEL: auto, 0 never, 1 at any size).
-  const ozaki::LevelMode level_mode = ozaki::level_mode(settings().emulation_level);
   const bool level_wanted = level_mode != ozaki::LevelMode::never;
-  auto level_for = [&](const Sizes& zz, index_t rows, index_t w) {
-    return zz.level && ozaki::residue_level(level_mode, parts * rows, parts * w, zz.Kp);
+  // (the levels a block of rows x w takes: 0, 1 or 2, as many as its workspace has room for)
+  auto levels_for = [&](const Sizes& zz, index_t rows, index_t w) {
+    return std::min(zz.levels, ozaki::residue_levels(level_mode, parts * rows, parts * w, zz.Kp, cplx));
   };
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
@@ -1076,14 +1134,13 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       for (index_t w : {zz.nb, n - (n - 1) / zz.nb * zz.nb}) {
         const index_t OpA = round_up(parts * ((r + step - 1) / step), 16);
         const index_t OpB = round_up(parts * ((w + step - 1) / step), 16);
-        // (a block with the level runs only its quadrants' products)
-        const bool quadrants = step == 1 && level_for(zz, r, w);
-        if (!quadrants && !im.plan(s, OpA, OpB, zz.Kp, wk.a, wk.b, wk.c32, 0, sm_target))
-          return "cuBLASLt offers no INT8 GEMM for " + std::to_string(OpA) + " x " + std::to_string(OpB) + " x " +
-                 std::to_string(zz.Kp);
-        if (quadrants && !im.plan(s, OpA / 2, OpB / 2, zz.Kp / 2, wk.a, wk.b, wk.c32, zz.Kp, sm_target))
-          return "cuBLASLt offers no INT8 GEMM for the quadrants " + std::to_string(OpA / 2) + " x " +
-                 std::to_string(OpB / 2) + " x " + std::to_string(zz.Kp / 2);
+        // (a block with levels runs only the products of its quadrants, 2^levels of each side)
+        const int parts_of = 1 << (step == 1 ? levels_for(zz, r, w) : 0);
+        if (!im.plan(s, OpA / parts_of, OpB / parts_of, zz.Kp / parts_of, wk.a, wk.b, wk.c32,
+                     parts_of > 1 ? zz.Kp : 0, sm_target))
+          return "cuBLASLt offers no INT8 GEMM for " + std::string(parts_of > 1 ? "the quadrants " : "") +
+                 std::to_string(OpA / parts_of) + " x " + std::to_string(OpB / parts_of) + " x " +
+                 std::to_string(zz.Kp / parts_of);
       }
     return "";
   };
@@ -1223,11 +1280,12 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   int sm_target = 0;
   if (overlap) {  // the first panel's products and fold, per modulus
     const index_t OpA = round_up(parts * z.mb, 16), OpB = round_up(parts * z.nb, 16);
-    const bool level = level_for(z, z.mb, z.nb);
-    const LtPlan* p = level ? im.plan(s, OpA / 2, OpB / 2, z.Kp / 2, timed_on.a, timed_on.b, timed_on.c32, z.Kp)
-                            : im.plan(s, OpA, OpB, z.Kp, timed_on.a, timed_on.b, timed_on.c32);
-    const double cells = double(OpA) * OpB;  // int32 read (seven quarters with the level), a byte written
-    sm_target = im.side_target(cells * (level ? 8 : 5), p->ms * (level ? 7 : 1));
+    const int lv = levels_for(z, z.mb, z.nb), parts_of = 1 << lv;
+    const LtPlan* p = im.plan(s, OpA / parts_of, OpB / parts_of, z.Kp / parts_of, timed_on.a, timed_on.b,
+                              timed_on.c32, lv > 0 ? z.Kp : 0);
+    // int32 read (7/4 of C's cells with one level, 49/16 with two), a byte written
+    const double cells = double(OpA) * OpB, products = lv == 2 ? 49 : lv == 1 ? 7 : 1;
+    sm_target = im.side_target(cells * (4 * products / (parts_of * parts_of) + 1), p->ms * products);
     if (sm_target > 0 && !planned(z, timed_on, 1, sm_target).empty()) sm_target = 0;
   }
   const cudaStream_t fs = overlap ? im.fold_stream.get() : s;
@@ -1242,13 +1300,14 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     const std::complex<double> a(alpha), b(beta);
     al = make_double2(a.real(), a.imag()), be = make_double2(b.real(), b.imag());
   }
-  // Quadrant q = 2 r + c of a slice (Kp x Op, ld Kp): op(A)'s r halves its rows and c halves k,
-  // op(B)'s r halves k and c its columns.
-  auto quadrant = [&](bool of_a, index_t Op, int q) {
-    const index_t r = q >> 1, c = q & 1;
-    return std::size_t(of_a ? c : r) * (z.Kp / 2) + std::size_t(of_a ? r : c) * (Op / 2) * z.Kp;
+  // Quadrant q = 2 r + c of a slice (Kp x Op, ld Kp) at a level (1: of the slice, 2: of one of
+  // its quadrants, relative to it): op(A)'s r halves its rows and c halves k, op(B)'s r halves k
+  // and c its columns.
+  auto quadrant = [&](bool of_a, index_t Op, int q, int at_level) {
+    const index_t r = q >> 1, c = q & 1, kq = z.Kp >> at_level, oq = Op >> at_level;
+    return std::size_t(of_a ? c : r) * kq + std::size_t(of_a ? r : c) * oq * z.Kp;
   };
-  bool any_level = false;
+  bool any_level = false, any_two = false;
   blocks(z, [&](index_t i0, index_t rows) {
     const index_t OpA = round_up(parts * rows, 16);
     if (!a_reused) {
@@ -1261,10 +1320,13 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       const index_t OpB = round_up(parts * w, 16);
       slices(false, z, N, k, b_kcontig, w, b_cols(j0), ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
       clock.mark("slices B", s);
-      const bool level = level_for(z, rows, w);
+      const int levels = levels_for(z, rows, w);
+      const bool level = levels > 0;
       any_level |= level;
+      any_two |= levels == 2;
       const std::size_t plane = std::size_t(parts) * rows * w;
       const std::size_t quarter = z.c32 / 7 / 256 * 256 / sizeof(int);  // (each quarter product's ints)
+      const std::size_t sixteenth = z.c32 / 49 / 256 * 256 / sizeof(int);  // (two levels: each product's)
       if (overlap) {  // (the slices are made on s)
         cuda_check(cudaEventRecord(im.gemm_ready.get(), s), "event");
         cuda_check(cudaStreamWaitEvent(gs, im.gemm_ready.get(), 0), "wait");
@@ -1278,16 +1340,33 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         if (level) {  // this modulus' sums, then P1..P7 on the quadrants in place, each of half the rows, columns and k
           // (on the products' stream: made beside the fold on the free SMs, they held up the next
           // product at 32768; docs/performance.md, "Session 33")
-          launch_winograd_sums(l, true, z.Kp, OpA, slices_a + at_a, wk.sums_a, gs);
-          launch_winograd_sums(l, false, z.Kp, OpB, slices_b + at_b, wk.sums_b, gs);
+          launch_winograd_sums(l, true, z.Kp / 2, OpA / 2, z.Kp, slices_a + at_a, wk.sums_a, gs);
+          launch_winograd_sums(l, false, z.Kp / 2, OpB / 2, z.Kp, slices_b + at_b, wk.sums_b, gs);
           cuda_check(cudaGetLastError(), "Winograd sums kernel");
           clock.mark("Winograd sums", s);
           for (int r = 0; r < 7; ++r) {
             const ozaki::WinogradOperand oa = ozaki::kWinogradA[r], ob = ozaki::kWinogradB[r];
-            im.int8_gemm(gs, OpA / 2, OpB / 2, z.Kp / 2,
-                         (oa.sum ? wk.sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant),
-                         (ob.sum ? wk.sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant),
-                         product + r * quarter, z.Kp, sm_target);
+            const int8_t* xa = (oa.sum ? wk.sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant, 1);
+            const int8_t* xb = (ob.sum ? wk.sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant, 1);
+            if (levels == 1) {
+              im.int8_gemm(gs, OpA / 2, OpB / 2, z.Kp / 2, xa, xb, product + r * quarter, z.Kp, sm_target);
+              continue;
+            }
+            // the second level inside product r: its operands' sums (in place at ld Kp, after the
+            // first level's), then its seven products of a quarter of the rows, columns and k
+            int8_t* sa2 = wk.sums_a + align256(std::size_t(z.Kp) * z.OpA);
+            int8_t* sb2 = wk.sums_b + align256(std::size_t(z.Kp) * z.OpB);
+            launch_winograd_sums(l, true, z.Kp / 4, OpA / 4, z.Kp, xa, sa2, gs);
+            launch_winograd_sums(l, false, z.Kp / 4, OpB / 4, z.Kp, xb, sb2, gs);
+            cuda_check(cudaGetLastError(), "Winograd sums kernel");
+            clock.mark("Winograd sums", s);
+            for (int t = 0; t < 7; ++t) {
+              const ozaki::WinogradOperand ta2 = ozaki::kWinogradA[t], tb2 = ozaki::kWinogradB[t];
+              im.int8_gemm(gs, OpA / 4, OpB / 4, z.Kp / 4, (ta2.sum ? sa2 : xa) + quadrant(true, OpA, ta2.quadrant, 2),
+                           (tb2.sum ? sb2 : xb) + quadrant(false, OpB, tb2.quadrant, 2),
+                           product + (7 * r + t) * sixteenth, z.Kp, sm_target);
+            }
+            if (r < 6) clock.mark("int8 gemm", s);  // (the last one's mark follows)
           }
         } else {
           im.int8_gemm(gs, OpA, OpB, z.Kp, slices_a + at_a, slices_b + at_b, product, 0, sm_target);
@@ -1297,7 +1376,10 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
           cuda_check(cudaEventRecord(im.product_done[slot].get(), gs), "event");
           cuda_check(cudaStreamWaitEvent(fs, im.product_done[slot].get(), 0), "wait");
         }
-        if (level)
+        if (levels == 2)
+          launch_fold_two_levels(l, OpA / 4, OpB / 4, product, sixteenth, ozaki::fold_coefficient(crt, l),
+                                 residues + l * plane, fs);
+        else if (level)
           launch_fold_winograd(l, cplx, OpA / 2, OpB / 2, product, quarter, ozaki::fold_coefficient(crt, l),
                                residues + l * plane, fs);
         else
@@ -1336,6 +1418,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   stats_.chose(choice);
   stats_.reused_a += a_reused;
   stats_.residue_levels += any_level;
+  stats_.two_levels += any_two;
   return "";
 }
 

@@ -229,10 +229,13 @@ Choice choose_with_product(const Accuracy& acc, bool single, const Spread& a, co
   return w.N > 0 && (c.N == 0 || w.N < c.N || (w.N == c.N && c.paired)) ? w : c;
 }
 
-// DISTMM_EMULATION_LEVEL's value (auto, 0 or 1; checked where it is read, src/core/settings.cpp)
-// as the mode of residue_level.
+// DISTMM_EMULATION_LEVEL's value (auto, 0, 1 or 2; checked where it is read, src/core/settings.cpp)
+// as the mode of residue_level and residue_levels.
 inline LevelMode level_mode(const std::string& setting) {
-  return setting == "0" ? LevelMode::never : setting == "1" ? LevelMode::forced : LevelMode::automatic;
+  return setting == "0"   ? LevelMode::never
+         : setting == "1" ? LevelMode::forced
+         : setting == "2" ? LevelMode::forced_two
+                          : LevelMode::automatic;
 }
 
 // What an emulation's calls so far did, for describe() and the report (the GPU's and the host
@@ -249,6 +252,7 @@ struct Tally {
   long long paired_calls = 0;   // ... of them in pairs of rows and columns
   long long reused_a = 0;       // products that took op(A)'s slices from the call before
   long long residue_levels = 0;  // products that ran a Winograd level in the residues (exact)
+  long long two_levels = 0;      // ... of them two levels
   std::string last_fallback;  // why the last declined product was declined
 
   // One emulated product (or k-chunk) with the rule's choice.
@@ -285,7 +289,8 @@ struct Tally {
       }
       if (reused_a > 0) t += ", " + std::to_string(reused_a) + " on op(A)'s slices of the product before";
       if (residue_levels > 0)
-        t += ", " + std::to_string(residue_levels) + " with an exact Winograd level in the residues";
+        t += ", " + std::to_string(residue_levels) + " with an exact Winograd level in the residues" +
+             (two_levels > 0 ? " (" + std::to_string(two_levels) + " with two)" : std::string());
     }
     if (fallbacks) t += " (" + std::to_string(fallbacks) + " run natively: " + last_fallback + ")";
     return t;

@@ -141,12 +141,26 @@ DISTMM_HD void winograd_b(const int (&b)[4], int (&t)[4]) {
 // quadrant is a whole multiple of 16 (a plain INT8 GEMM read in place), and, unless the mode
 // forces it, each at least kLevelFrom (below it the sums and the wider fold cost more than the
 // eighth of the INT8 work saved: docs/performance.md, "Session 31"). Modes: DISTMM_EMULATION_LEVEL's
-// 0 (never), 1 (forced) and auto.
-enum class LevelMode { never, forced, automatic };
+// 0 (never), 1 (one level forced), 2 (two forced where they fit, else one) and auto.
+enum class LevelMode { never, forced, forced_two, automatic };
 constexpr long long kLevelFrom = 16384;
 DISTMM_HD bool residue_level(LevelMode mode, long long R, long long W, long long Kp) {
   if (mode == LevelMode::never || R % 32 != 0 || W % 32 != 0 || Kp % 32 != 0) return false;
-  return mode == LevelMode::forced || (R >= kLevelFrom && W >= kLevelFrom && Kp >= kLevelFrom);
+  return mode != LevelMode::automatic || (R >= kLevelFrom && W >= kLevelFrom && Kp >= kLevelFrom);
+}
+// How many levels (0, 1 or 2) the GPU's emulation runs: a second one inside each of the first
+// level's seven quadrant products (49 products of a quarter of the rows, columns and k: 49/64
+// of the INT8 work) for real products whose R, W and Kp are multiples of 64 (each sixteenth a
+// whole multiple of 16), in auto where each is at least kTwoLevelsFrom (its products are then
+// at least 8192^3, where cuBLASLt's INT8 rate holds; below it, the sums and the wider fold
+// cost more than the eighth saved). Complex products keep one: their first level's halves are
+// the real and imaginary parts. (The host twin, ozaki_host.hpp, runs at most one: the levels
+// are exact, so the same integers either way.)
+constexpr long long kTwoLevelsFrom = 2 * kLevelFrom;
+DISTMM_HD int residue_levels(LevelMode mode, long long R, long long W, long long Kp, bool complex) {
+  if (!residue_level(mode, R, W, Kp)) return 0;
+  if (complex || R % 64 != 0 || W % 64 != 0 || Kp % 64 != 0 || mode == LevelMode::forced) return 1;
+  return mode == LevelMode::forced_two || (R >= kTwoLevelsFrom && W >= kTwoLevelsFrom && Kp >= kTwoLevelsFrom) ? 2 : 1;
 }
 // The operands of P1..P7: a quadrant of the slices (sum false) or of the sums (S_{q+1}, T_{q+1}).
 // P1 = A11 B11, P2 = A12 B21, P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2, P7 = S3 T3.

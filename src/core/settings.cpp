@@ -131,7 +131,7 @@ Settings read_settings(const std::function<const char*(const char*)>& lookup) {
   with("DISTMM_EMULATION_PROFILE", [&](const char* n, std::string_view v) { s.emulation_profile = setting::boolean(n, v); });
   with("DISTMM_EMULATION_WORKSPACE", [&](const char* n, std::string_view v) { s.emulation_workspace = setting::bytes(n, v); });
   with("DISTMM_EMULATION_LEVEL", [&](const char* n, std::string_view v) {
-    s.emulation_level = setting::choice(n, v, {"auto", "0", "1"});
+    s.emulation_level = setting::choice(n, v, {"auto", "0", "1", "2"});
   });
   with("DISTMM_EMULATION_SIDE_SMS", [&](const char* n, std::string_view v) {
     if (v != "auto") s.emulation_side_sms = int(setting::integer(n, v, 0, 1024));

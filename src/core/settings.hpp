@@ -62,7 +62,7 @@ struct Settings {
   bool device_comm_mpi = false;                 // DISTMM_DEVICE_COMM: auto or mpi
   bool emulation_profile = false;               // DISTMM_EMULATION_PROFILE: 0 or 1
   std::optional<std::size_t> emulation_workspace;  // DISTMM_EMULATION_WORKSPACE: bytes, with units
-  std::string emulation_level = "auto";         // DISTMM_EMULATION_LEVEL: auto, 0 or 1 (Winograd in the residues)
+  std::string emulation_level = "auto";         // DISTMM_EMULATION_LEVEL: auto, 0, 1 or 2 (Winograd in the residues)
   std::optional<int> emulation_side_sms;        // DISTMM_EMULATION_SIDE_SMS: auto (unset) or 0 to 1024 (SMs left to the folds)
   std::string nccl;                             // DISTMM_NCCL: libnccl's path ("": search)
   std::string mpirun = "mpirun";                // DISTMM_MPIRUN: plan --ranks's launcher

@@ -306,10 +306,12 @@ TEST(Int8Emulation, RowBlocksAndPanelsUnderAWorkspaceCap) {
 // per modulus): the same integers, so bit for bit the product without it (=0), and the report
 // says whether it ran. Products whose stacked rows and columns (twice the complex ones) and k are
 // multiples of 32 take it; a workspace cap makes blocks and panels of which only some can; k or
-// rows whose halves are not multiples of 16 run without it.
+// rows whose halves are not multiples of 16 run without it. With `setting` "2" (two levels where
+// the stacked rows, columns and k are multiples of 64, real products only, else one), `two`
+// says whether the report must name two levels (1), must not (0), or either (-1: a cap's blocks).
 template <class T>
 void level_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k, bool expect_level, const char* cap = nullptr,
-                        int moduli = 0, T beta = T(0)) {
+                        int moduli = 0, T beta = T(0), const char* setting = "1", int two = 0) {
   const auto [A, B] = stress::stored_as(stress::problems<T>(m, n, k, 17).front(), ta, tb);  // uniform
   const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
   auto with = [&](const char* level, std::string& d) {
@@ -327,10 +329,11 @@ void level_is_identical(Op ta, Op tb, index_t m, index_t n, index_t k, bool expe
     return C;
   };
   std::string d0, d1;
-  const std::vector<T> C0 = with("0", d0), C1 = with("1", d1);
+  const std::vector<T> C0 = with("0", d0), C1 = with(setting, d1);
   const std::string said = "with an exact Winograd level in the residues";
   EXPECT_EQ(d0.find(said), std::string::npos) << d0;
   EXPECT_EQ(d1.find(said) != std::string::npos, expect_level) << d1;
+  if (two >= 0) EXPECT_EQ(d1.find(" with two)") != std::string::npos, two == 1) << d1;
   EXPECT_EQ(d1.find("run natively"), std::string::npos) << d1;
   for (std::size_t t = 0; t < C0.size(); ++t)
     ASSERT_EQ(C0[t], C1[t]) << t << " of " << m << "x" << n << "x" << k << " " << to_char(ta) << to_char(tb) << " " << d1;
@@ -358,19 +361,41 @@ TEST(Int8Emulation, AWinogradLevelInTheResiduesGivesTheSameBits) {
   level_is_identical<std::complex<float>>(Op::N, Op::N, 40, 64, 64, false);
 }
 
+// Two levels (DISTMM_EMULATION_LEVEL=2: 49 products per modulus, a quarter of the rows, columns
+// and k each): the same bits as none, f32 (7 moduli, one 64-bit CRT word) and f64 (14, split),
+// every op, beta; blocks and panels under a cap, of which some take two levels, some one; one
+// level where a dimension is a multiple of 32 but not of 64, and for complex products.
+TEST(Int8Emulation, TwoWinogradLevelsInTheResiduesGiveTheSameBits) {
+  REQUIRE_GPU();
+  level_is_identical<double>(Op::N, Op::N, 128, 192, 256, true, nullptr, 0, 0.0, "2", 1);
+  level_is_identical<float>(Op::T, Op::N, 256, 128, 192, true, nullptr, 0, 0.0f, "2", 1);
+  level_is_identical<double>(Op::T, Op::T, 192, 64, 128, true, nullptr, 0, 0.5, "2", 1);
+  level_is_identical<float>(Op::N, Op::T, 64, 64, 64, true, nullptr, 0, -2.0f, "2", 1);
+  level_is_identical<float>(Op::N, Op::N, 256, 256, 16384, true, nullptr, 0, 0.0f, "2", 1);  // the bound in pairs
+  level_is_identical<double>(Op::N, Op::N, 512, 320, 4096, true, nullptr, 0, 0.0, "2", 1);   // 14 moduli
+  // (caps: blocks of 256 rows (two levels) and the last of 224 (one), panels of 320; f64: blocks
+  // of 192 and the last of 160, panels of 192)
+  level_is_identical<float>(Op::N, Op::T, 992, 640, 1024, true, "7864320", 7, 0.0f, "2", -1);
+  level_is_identical<double>(Op::T, Op::N, 736, 384, 512, true, "4718592", 14, 0.25, "2", -1);
+  level_is_identical<double>(Op::N, Op::N, 96, 128, 128, true, nullptr, 0, 0.0, "2", 0);  // 96: one level
+  level_is_identical<float>(Op::N, Op::N, 128, 128, 96, true, nullptr, 0, 0.0f, "2", 0);  // k 96: one
+  level_is_identical<std::complex<double>>(Op::N, Op::C, 64, 64, 128, true, nullptr, 0, std::complex<double>(0),
+                                           "2", 0);  // complex: one
+}
+
 // The streams change no bit: the passes one after another on the caller's stream (under
 // DISTMM_EMULATION_PROFILE=1), against the products on their own stream beside the folds, with
 // SMs left free for them or none (DISTMM_EMULATION_SIDE_SMS), in one panel or in row blocks and
 // panels under a cap. A missing wait between the streams would read a buffer half made.
 template <class T>
 void streams_are_identical(Op ta, Op tb, index_t m, index_t n, index_t k, const char* cap = nullptr,
-                           bool level = true) {
+                           bool level = true, const char* levels = "1") {
   const auto [A, B] = stress::stored_as(stress::problems<T>(m, n, k, 29).front(), ta, tb);  // uniform
   const index_t lda = ta == Op::N ? m : k, ldb = tb == Op::N ? k : n;
   auto with = [&](const char* profile, const char* side) {
     std::vector<T> C(std::size_t(m) * n);
     for (std::size_t t = 0; t < C.size(); ++t) C[t] = T(real_t<T>(std::cos(double(t))));
-    ::setenv("DISTMM_EMULATION_LEVEL", level ? "1" : "0", 1);
+    ::setenv("DISTMM_EMULATION_LEVEL", level ? levels : "0", 1);
     ::setenv("DISTMM_EMULATION_PROFILE", profile, 1);
     ::setenv("DISTMM_EMULATION_SIDE_SMS", side, 1);
     if (cap) ::setenv("DISTMM_EMULATION_WORKSPACE", cap, 1);
@@ -400,6 +425,8 @@ TEST(Int8Emulation, TheStreamsChangeNoBit) {
   streams_are_identical<double>(Op::T, Op::N, 640, 320, 512, "1835008");
   streams_are_identical<double>(Op::N, Op::T, 301, 97, 512, nullptr, false);  // one product per modulus
   streams_are_identical<std::complex<float>>(Op::N, Op::N, 170, 150, 300, nullptr, false);
+  streams_are_identical<double>(Op::N, Op::N, 512, 512, 1024, nullptr, true, "2");  // two levels
+  streams_are_identical<float>(Op::T, Op::N, 1024, 1024, 2048, nullptr, true, "2");
 }
 
 #ifdef DISTMM_HAVE_CUDA

@@ -302,6 +302,17 @@ void level_is_identical_on_the_host(Op ta, Op tb, index_t m, index_t n, index_t 
   EXPECT_FALSE(residue_level(LevelMode::automatic, 8192, 32768, 32768));
   EXPECT_TRUE(residue_level(LevelMode::automatic, 16384, 32768, 16384));
   EXPECT_FALSE(residue_level(LevelMode::forced, 32, 48, 32));
+  // two levels: real products with R, W and Kp multiples of 64, in auto from 32768 on
+  EXPECT_EQ(residue_levels(LevelMode::automatic, 32768, 32768, 32768, false), 2);
+  EXPECT_EQ(residue_levels(LevelMode::automatic, 16384, 32768, 32768, false), 1);
+  EXPECT_EQ(residue_levels(LevelMode::automatic, 32768, 32768, 32768, true), 1);   // complex: one
+  EXPECT_EQ(residue_levels(LevelMode::automatic, 32768, 32768 + 32, 32768, false), 1);
+  EXPECT_EQ(residue_levels(LevelMode::automatic, 8192, 8192, 8192, false), 0);
+  EXPECT_EQ(residue_levels(LevelMode::forced, 64, 64, 64, false), 1);
+  EXPECT_EQ(residue_levels(LevelMode::forced_two, 64, 128, 192, false), 2);
+  EXPECT_EQ(residue_levels(LevelMode::forced_two, 64, 96, 192, false), 1);  // 96: one level
+  EXPECT_EQ(residue_levels(LevelMode::forced_two, 64, 48, 192, false), 0);
+  EXPECT_EQ(residue_levels(LevelMode::never, 65536, 65536, 65536, false), 0);
 }
 
 TEST(OzakiHost, AWinogradLevelInTheResiduesGivesTheSameBits) {

@@ -93,7 +93,8 @@ TEST(Settings, NamesFromTheirLists) {
   EXPECT_TRUE(s.device_comm_mpi);
   EXPECT_EQ(from({}).emulation_level, "auto");
   EXPECT_EQ(from({{"DISTMM_EMULATION_LEVEL", "0"}}).emulation_level, "0");
-  EXPECT_NE(error_of([] { from({{"DISTMM_EMULATION_LEVEL", "2"}}); }).find("DISTMM_EMULATION_LEVEL='2'"), std::string::npos);
+  EXPECT_EQ(from({{"DISTMM_EMULATION_LEVEL", "2"}}).emulation_level, "2");
+  EXPECT_NE(error_of([] { from({{"DISTMM_EMULATION_LEVEL", "3"}}); }).find("DISTMM_EMULATION_LEVEL='3'"), std::string::npos);
   EXPECT_FALSE(from({}).emulation_side_sms);
   EXPECT_FALSE(from({{"DISTMM_EMULATION_SIDE_SMS", "auto"}}).emulation_side_sms);
   EXPECT_EQ(from({{"DISTMM_EMULATION_SIDE_SMS", "0"}}).emulation_side_sms, 0);
