@@ -52,6 +52,10 @@ constexpr int kMax = ozaki::kMaxModuli;
 using ozaki::scale_bound;
 // int32 sums of k products of int8 residues (|r| <= 128) are exact while k * 2^14 < 2^31.
 constexpr index_t kMaxChunk = 131056;  // a multiple of 16 below 2^17
+// fold_winograd sums a real product's four quarter products without reducing them first below it:
+// each is below (Kp / 2) 2^14, so four stay inside int32.
+constexpr index_t kRawSumsBelow = 65536;
+static_assert(4LL * ((kRawSumsBelow - 16) / 2) * 128 * 128 <= 2147483647LL, "one level: a sum of four products fits int32");
 
 // f(std::integral_constant<int, l>) for l = 0 .. N-1: every modulus is a compile-time constant
 // inside f, so its divisions become multiplications.
@@ -361,7 +365,9 @@ __global__ void winograd_sums(index_t Kh, index_t Oh, index_t Kp, const int8_t* 
 // into R (2 hr x 2 hw, ld 2 hr). Complex: the stacked operands' halves are the real and imaginary
 // parts, so the quadrants are RR, RI, IR and II; Re = RR - II and Im = RI + IR go to the two
 // planes of R (hr x hw each, ld hr). Four consecutive i per thread (hr is a multiple of 16).
-template <int L, bool Complex>
+// Sums: real products whose Kp is below 2^16 sum the products as they are (each is below
+// (Kp / 2) 2^14, so four stay inside int32) and take one remainder per quadrant, not seven.
+template <int L, bool Complex, bool Raw>
 __global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t quarter, int y, uint8_t* R) {
   constexpr int mod = modulus(L);
   constexpr int outs = Complex ? 2 : 4;
@@ -373,7 +379,7 @@ __global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t 
     uchar4 out[outs];
     auto lane = [&](auto get, auto put) {
       int p[7], c[4];
-      for (int r = 0; r < 7; ++r) p[r] = get(p4[r]) % mod;
+      for (int r = 0; r < 7; ++r) p[r] = Raw ? get(p4[r]) : get(p4[r]) % mod;
       ozaki::winograd_c(p, c);
       if constexpr (Complex) {
         put(out[0], uint8_t(ozaki::fold<mod>(c[0] - c[3], y)));
@@ -400,32 +406,45 @@ __global__ void fold_winograd(index_t hr, index_t hw, const int* P, std::size_t 
 }
 
 // One modulus after two Winograd levels (real products): the 49 products P_{r,t} (hr x hw each,
-// ld hr, `sixteenth` ints apart; r the first level's product, t the second's inside it), each
-// reduced mod m; the second level's winograd_c gives the four quadrants of the first level's
-// product r, and the first level's winograd_c over r gives C's sixteen blocks, folded as
+// ld hr, `sixteenth` ints apart; r the first level's product, t the second's inside it); the
+// second level's winograd_c gives the four quadrants of the first level's product r, reduced
+// mod m, and the first level's winograd_c over r gives C's sixteen blocks, folded as
 // fold_residue folds into R (4 hr x 4 hw, ld 4 hr): block (q, t) at C's quadrant q and its
-// quadrant t. (The sums of four stay below 16 m, far from int32's range.) One i per thread:
-// each of the 49 loads is a warp's 128 contiguous bytes, each of the 16 stores its 32.
+// quadrant t. The second level's sums of four products need no reduction first: each product
+// is below (Kp / 4) 2^14 (symmetric residues are at most 128 in magnitude) and Kp <= kMaxChunk,
+// so four stay inside int32 (the assertion below); the first level's sums of four reduced
+// quadrants stay below 4 m, so their fold is one remainder of c y: 28 + 16 remainders per
+// sixteen cells of C instead of 49 + 32 (the fold's serial time at f64 32768 on an H200: 60.7 ->
+// 50.0 ms; docs/performance.md, "Session 35"). Two consecutive i per thread (hr is a multiple
+// of 16): each load a warp's 256 contiguous bytes.
+static_assert(4LL * (kMaxChunk / 4) * 128 * 128 <= 2147483647LL, "two levels: a sum of four products fits int32");
 template <int L>
 __global__ void fold_two_levels(index_t hr, index_t hw, const int* P, std::size_t sixteenth, int y, uint8_t* R) {
   constexpr int mod = modulus(L);
-  const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  const index_t i = 2 * (blockIdx.x * index_t(blockDim.x) + threadIdx.x);
   if (i >= hr) return;
   const index_t ld = 4 * hr;
   for (index_t j = blockIdx.y; j < hw; j += gridDim.y) {
-    int inner[4][7];  // inner[t][r]: quadrant t of the first level's product r
+    int inner[2][4][7];  // inner[lane][t][r]: quadrant t of the first level's product r, mod m
     for (int r = 0; r < 7; ++r) {
-      int p[7], c[4];
-      for (int t = 0; t < 7; ++t) p[t] = P[(7 * r + t) * sixteenth + i + j * hr] % mod;
-      ozaki::winograd_c(p, c);
-      for (int t = 0; t < 4; ++t) inner[t][r] = c[t];
+      int2 p2[7];
+      for (int t = 0; t < 7; ++t) p2[t] = *reinterpret_cast<const int2*>(P + (7 * r + t) * sixteenth + i + j * hr);
+      for (int lane = 0; lane < 2; ++lane) {
+        int p[7], c[4];
+        for (int t = 0; t < 7; ++t) p[t] = lane == 0 ? p2[t].x : p2[t].y;
+        ozaki::winograd_c(p, c);
+        for (int t = 0; t < 4; ++t) inner[lane][t][r] = c[t] % mod;
+      }
     }
     for (int t = 0; t < 4; ++t) {
-      int c[4];
-      ozaki::winograd_c(inner[t], c);
+      int c[2][4];
+      for (int lane = 0; lane < 2; ++lane) ozaki::winograd_c(inner[lane][t], c[lane]);
       for (int q = 0; q < 4; ++q) {
         const index_t row = i + (t >> 1) * hr + (q >> 1) * 2 * hr, col = j + (t & 1) * hw + (q & 1) * 2 * hw;
-        R[row + col * ld] = uint8_t(ozaki::fold<mod>(c[q], y));
+        uchar2 out;
+        out.x = uint8_t(ozaki::fold_small<mod>(c[0][q], y));
+        out.y = uint8_t(ozaki::fold_small<mod>(c[1][q], y));
+        *reinterpret_cast<uchar2*>(R + row + col * ld) = out;
       }
     }
   }
@@ -626,13 +645,14 @@ void launch_winograd_sums(int l, bool of_a, index_t Kh, index_t Oh, index_t ld, 
 
 // (hr x hw: the quarter products' shape, the stacked operands' halves)
 template <int L = 0>
-void launch_fold_winograd(int l, bool complex, index_t hr, index_t hw, const int* P, std::size_t quarter, int y,
-                          uint8_t* R, cudaStream_t s) {
+void launch_fold_winograd(int l, bool complex, index_t Kp, index_t hr, index_t hw, const int* P, std::size_t quarter,
+                          int y, uint8_t* R, cudaStream_t s) {
   if constexpr (L < kMax) {
-    if (l != L) return launch_fold_winograd<L + 1>(l, complex, hr, hw, P, quarter, y, R, s);
+    if (l != L) return launch_fold_winograd<L + 1>(l, complex, Kp, hr, hw, P, quarter, y, R, s);
     const dim3 grid(unsigned((hr / 4 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
-    if (complex) fold_winograd<L, true><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
-    else fold_winograd<L, false><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    if (complex) fold_winograd<L, true, false><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    else if (Kp < kRawSumsBelow) fold_winograd<L, false, true><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
+    else fold_winograd<L, false, false><<<grid, 256, 0, s>>>(hr, hw, P, quarter, y, R);
   }
 }
 
@@ -642,7 +662,7 @@ void launch_fold_two_levels(int l, index_t hr, index_t hw, const int* P, std::si
                             cudaStream_t s) {
   if constexpr (L < kMax) {
     if (l != L) return launch_fold_two_levels<L + 1>(l, hr, hw, P, sixteenth, y, R, s);
-    const dim3 grid(unsigned((hr + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
+    const dim3 grid(unsigned((hr / 2 + 255) / 256), unsigned(std::min<index_t>(hw, 65535)));
     fold_two_levels<L><<<grid, 256, 0, s>>>(hr, hw, P, sixteenth, y, R);
   }
 }
@@ -1380,7 +1400,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
           launch_fold_two_levels(l, OpA / 4, OpB / 4, product, sixteenth, ozaki::fold_coefficient(crt, l),
                                  residues + l * plane, fs);
         else if (level)
-          launch_fold_winograd(l, cplx, OpA / 2, OpB / 2, product, quarter, ozaki::fold_coefficient(crt, l),
+          launch_fold_winograd(l, cplx, z.Kp, OpA / 2, OpB / 2, product, quarter, ozaki::fold_coefficient(crt, l),
                                residues + l * plane, fs);
         else
           launch_fold(l, cplx, rows, w, product, OpA, ozaki::fold_coefficient(crt, l), residues + l * plane, fs);

@@ -102,6 +102,14 @@ DISTMM_HD unsigned fold(I c, int y) {
   if (r < 0) r += m;
   return unsigned((r * y) % m);
 }
+// The same for a sum already small (|c y| inside int's range, e.g. |c| < 4 m): one remainder,
+// (c y) mod m = ((c mod m) y) mod m.
+template <int m>
+DISTMM_HD unsigned fold_small(int c, int y) {
+  int r = (c * y) % m;
+  if (r < 0) r += m;
+  return unsigned(r);
+}
 
 // One exact Strassen-Winograd level inside the modular arithmetic. The residue of a sum is the
 // sum of the residues (mod m), so the seven quadrant products of Winograd's variant (Douglas,

@@ -52,7 +52,11 @@ void residues32_of(const std::vector<long long>& values) {
   for (long long v : values)
     if (v > INT32_MIN && v <= INT32_MAX) {
       EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
-      for (int y : {1, 2, m / 2 + 1, m - 1}) EXPECT_EQ(fold<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
+      for (int y : {1, 2, m / 2 + 1, m - 1}) {
+        EXPECT_EQ(fold<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
+        if (std::llabs(v) < 4 * m)  // (the two-level fold's sums of four reduced quadrants)
+          EXPECT_EQ(fold_small<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
+      }
     }
 }
 // The double-precision residue of an integer-valued double (an entry scaled and rounded): the
@@ -78,7 +82,7 @@ TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
   std::mt19937_64 g(7);
   for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(g() >> 2) * (t % 2 ? 1 : -1));
   for (int t = 0; t < 2000; ++t) v.push_back(static_cast<long long>(int(g() >> 33)) * (t % 2 ? 1 : -1));
-  for (int t = -600; t <= 600; ++t) v.push_back(t);
+  for (int t = -1100; t <= 1100; ++t) v.push_back(t);  // (all of fold_small's range, |v| < 4 m)
   // integers with at most 53 significant bits up to 2^56 (f64 entries scaled for 14 moduli),
   // among them the halfway points v = (q + 1/2) m where v / m rounds either way
   std::uniform_real_distribution<double> U(-1, 1);

@@ -310,7 +310,7 @@ with tempfile.TemporaryDirectory() as d:
         "DISTMM_VERBOSE": (["0", "3"], ["4"]),
         "DISTMM_DEVICE_COMM": (["auto", "mpi"], ["nccl2"]),
         "DISTMM_EMULATION_PROFILE": (["0"], ["on"]),
-        "DISTMM_EMULATION_LEVEL": (["auto", "0", "1"], ["2", "on"]),
+        "DISTMM_EMULATION_LEVEL": (["auto", "0", "1", "2"], ["3", "on"]),
         "DISTMM_SCALAPACK_MIN": (["0", "1e9"], ["-5"]),
     }
     inputs = snapshot(d)
