@@ -1053,8 +1053,9 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   const ozaki::LevelMode level_mode = ozaki::level_mode(settings().emulation_level);
   // Workspace for N slices: all of C if it fits in what the device has free, else column
   // panels, and row blocks where op(A)'s slices alone do not fit (f64 49152 on an 80 GB GPU: the
-  // operands leave about 20 GB, 14 slices of A take 34); panels no narrower than a quarter of
-  // the block's rows, so that each INT8 product stays large (nullopt: not even 16 x 16 fits).
+  // operands leave about 20 GB, 14 slices of A take 34) or where smaller blocks take a Winograd
+  // level (fit); panels no narrower than a quarter of the block's rows, so that each INT8
+  // product stays large (nullopt: not even 16 x 16 fits).
   auto budget_now = [&] {
     std::size_t f = 0, t = 0;
     cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
@@ -1062,31 +1063,43 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   };
   std::size_t budget = budget_now();
   // (a_held: op(A)'s slices in the held buffer, so whole rows only; level: with room for the
-  // Winograd levels in the residues that the blocks take, where they need no smaller blocks than
-  // the product without: two, else one)
+  // Winograd levels in the residues that the blocks take: two, else one, as the budget allows.)
+  // Per row block height, the widest panels that fit (narrower where only they leave room for a
+  // level); the first such blocks unless a later height's take more levels (then the first of
+  // those with the most): a level saves an eighth of the INT8 work, another row block costs one
+  // more pass of op(B)'s slices, small beside products of 16384 rows or more (f64 49152 on an
+  // H200: blocks of 49152 x 12288 took no level, 24576 x 24576 one, 2.79 -> 2.73 s;
+  // docs/performance.md, "Session 35").
   auto fit = [&](index_t kq, int NN, bool a_held = false, bool level = false) -> std::optional<Sizes> {
+    std::optional<Sizes> best;
+    int best_levels = -1, most = 0;  // (most: the levels the whole product would take)
     for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
-      if (a_held && mb < m) return std::nullopt;
+      if (a_held && mb < m) break;
       const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
       for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
         Sizes zz = sizes_for(mb, n, kq, cplx, NN, nb, a_held);
+        if (level) most = ozaki::residue_levels(level_mode, parts * m, parts * n, zz.Kp, cplx);
         if (zz.total <= budget) {
           int wanted = 0;  // (the most that a block takes, the last ones included)
           for (index_t r : {mb, m - (m - 1) / mb * mb})
             for (index_t w : {nb, n - (n - 1) / nb * nb})
               if (level) wanted = std::max(wanted, ozaki::residue_levels(level_mode, parts * r, parts * w, zz.Kp, cplx));
-          for (int lv = wanted; lv > 0; --lv)
+          int lv = wanted;
+          for (; lv > 0; --lv)
             if (const Sizes zl = sizes_for(mb, n, kq, cplx, NN, nb, a_held, lv); zl.total <= budget) {
               zz = zl;
               break;
             }
-          im.work.reserve(zz.total);
-          return zz;
+          if (lv > best_levels) best = zz, best_levels = lv;
+          if (lv == wanted) break;  // (narrower panels of this height: no more levels; else room for one)
         }
         if (nb <= 16 || round_up(nb / 2, 16) < least_nb) break;
       }
-      if (mb <= 16) return std::nullopt;
+      // (no more levels to find: the most the product takes, or blocks below kLevelFrom)
+      if (best_levels >= most || (best && parts * mb < ozaki::kLevelFrom) || mb <= 16) break;
     }
+    if (best) im.work.reserve(best->total);
+    return best;
   };
   // Row blocks [i0, i0 + rows) of C and column panels [j0, j0 + w).
   auto blocks = [&](const Sizes& zz, auto&& f) {
