@@ -16,6 +16,8 @@ constexpr index_t kMaxChunk = 131056;  // a multiple of 16 below 2^17
 
 inline index_t round_up(index_t x, index_t to) { return (x + to - 1) / to * to; }
 inline std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+// k of one chunk, padded for the INT8 products
+inline index_t padded_k(index_t kk) { return round_up(std::min(kk, kMaxChunk), 16); }
 
 struct Sizes {
   index_t Kp, mb, OpA, nb, OpB;
@@ -35,7 +37,7 @@ inline Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index
   z.levels = levels;
   const bool level = levels > 0;
   const int parts = cplx ? 2 : 1;
-  z.Kp = round_up(std::min(kk, kMaxChunk), 16);
+  z.Kp = padded_k(kk);
   z.mb = m;
   z.OpA = round_up(parts * m, 16);
   z.nb = nb;
@@ -70,13 +72,14 @@ inline std::optional<Sizes> fit_blocks(index_t m, index_t n, index_t kq, bool cp
                                        ozaki::LevelMode mode, bool a_held = false, bool level = false) {
   const int parts = cplx ? 2 : 1;
   std::optional<Sizes> best;
-  int best_levels = -1, most = 0;  // (most: the levels the whole product would take)
+  int best_levels = -1;
+  // (the levels the whole product would take: no blocks can take more)
+  const int most = level ? ozaki::residue_levels(mode, parts * m, parts * n, padded_k(kq), cplx) : 0;
   for (index_t mb = m;; mb = round_up(mb / 2, 16)) {
     if (a_held && mb < m) break;
     const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
     for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
       Sizes zz = sizes_for(mb, n, kq, cplx, N, nb, a_held);
-      if (level) most = ozaki::residue_levels(mode, parts * m, parts * n, zz.Kp, cplx);
       if (zz.total <= budget) {
         int wanted = 0;  // (the most that a block takes, the last ones included)
         for (index_t r : {mb, m - (m - 1) / mb * mb})
