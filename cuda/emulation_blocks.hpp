@@ -25,6 +25,8 @@ struct Sizes {
   // room for Winograd levels in the residues: 1, one modulus' sums and seven quarter products;
   // 2, also the second level's sums (of one first-level operand at a time) and 49 sixteenths
   int levels;
+  // the first level's sums kept for this many moduli (1; N: with_sums_of_every_modulus)
+  int sums_slots = 1;
 };
 
 // The workspace of row blocks of m rows and panels of nb columns, at k = kk (one chunk of it)
@@ -52,6 +54,18 @@ inline Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index
   z.sums_a = level ? align256(std::size_t(z.Kp) * z.OpA) + (levels > 1 ? align256(std::size_t(z.Kp) * z.OpA / 2) : 0) : 0;
   z.sums_b = level ? align256(std::size_t(z.Kp) * z.OpB) + (levels > 1 ? align256(std::size_t(z.Kp) * z.OpB / 2) : 0) : 0;
   z.total = z.slices_a + z.slices_b + 2 * z.c32 + z.residues + z.sums_a + z.sums_b;
+  return z;
+}
+
+// Room for the first level's sums of every modulus (made beside the slices, each slice read once,
+// instead of one modulus' at a time from its slices): N - 1 more per operand, each at the slices'
+// size. The emulation takes it only where the budget has room after the blocks are chosen.
+inline Sizes with_sums_of_every_modulus(Sizes z, int N) {
+  if (z.levels == 0 || N <= z.sums_slots) return z;
+  const std::size_t a = align256(std::size_t(z.Kp) * z.OpA), b = align256(std::size_t(z.Kp) * z.OpB);
+  const std::size_t more = std::size_t(N - z.sums_slots);
+  z.sums_a += more * a, z.sums_b += more * b, z.total += more * (a + b);
+  z.sums_slots = N;
   return z;
 }
 

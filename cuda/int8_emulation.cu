@@ -1,7 +1,8 @@
 // Ozaki scheme II on INT8 tensor cores (see int8_emulation.hpp for the method and the accuracy
 // rule). One product takes these passes, all on the caller's stream:
 //   1. outer_stats: per row of op(A) and column of op(B), the largest magnitude, the 2-norm
-//      (scaled by a power of two, so f64 cannot overflow; single precision in one pass), the
+//      (scaled by a power of two, so f64 cannot overflow; in one pass, f64 too unless the
+//      smallest entries' scaled squares could be subnormal), the
 //      mean binary exponent of the nonzero entries and a NaN/Inf flag; the largest "deficit"
 //      (log2 norm - mean exponent) over all of them goes to the host, which picks the moduli
 //      count N; where the spread's bound leaves room, the |A||B|-aware bound
@@ -130,6 +131,9 @@ __device__ __forceinline__ index_t at(index_t h, index_t o, index_t ld) {
 // Block: 32 x 16 threads; k-contiguous operands walk h with threadIdx.x (coalesced) and take
 // 16 outer indices per block, outer-contiguous ones walk o with threadIdx.x and split h over
 // threadIdx.y. Partial results meet in shared memory.
+// The smallest 2 (emin - E) for which outer_stats' one pass in double precision gives the
+// second pass's bits: its squares then lie at or above 2^-1000, clear of the subnormals (2^-1022).
+constexpr int kOnePassFloor = -1000;
 template <class T, bool KContig>
 __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T* X, index_t ld,
                                                    OuterStat* st, Flags* flags) {
@@ -144,9 +148,15 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   // Single precision in one pass: its squares and sums neither overflow nor underflow in double,
   // so the sums scaled by 2^-2E and 2^-E at the end are the scaled entries' sums, bit for bit.
   constexpr bool one_pass = sizeof(real_t<T>) == 4;
+  // Double precision in one pass too where it gives the same bits: each thread sums its entries
+  // scaled by 2^-e, e its largest exponent so far (a larger one rescales the sums), and scales its
+  // sums by 2^(e - E) at the end. Multiplying by a power of two is exact and commutes with
+  // rounding while no value is subnormal, so these are the sums of the entries scaled by 2^-E, in
+  // the same order; where 2^(emin - E) may square into the subnormals, a second pass at 2^-E
+  // (the sums of every value at that scale, as before) serves instead.
   double mx = 0, sum = 0, l1 = 0;
   long long logsum = 0;
-  int nnz = 0, bad = 0, emin = INT_MAX;
+  int nnz = 0, bad = 0, emin = INT_MAX, erun = INT_MIN;
   if (o < O)
     for (index_t h = lane; h < K; h += lanes) {
       const T x = X[at<KContig>(h, o, ld)];
@@ -156,7 +166,16 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
         else if (a != 0) {
           const int ea = ilogb(a);
           mx = fmax(mx, a), logsum += ea, ++nnz, emin = min(emin, ea);
-          if (one_pass) sum += a * a, l1 += a;
+          if (one_pass) {
+            sum += a * a, l1 += a;
+          } else {
+            if (ea > erun) {  // (exact while the sums stay normal: checked below)
+              if (erun != INT_MIN) sum = ldexp(sum, 2 * (erun - ea)), l1 = ldexp(l1, erun - ea);
+              erun = ea;
+            }
+            const double v = ldexp(a, -erun);
+            sum += v * v, l1 += v;
+          }
         }
       }
     }
@@ -179,7 +198,13 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
   reduce(semin, [](int a, int b) { return min(a, b); });
   const double omax = KContig ? smax[r][0] : smax[0][c];
   const int E = omax > 0 ? ilogb(omax) : 0;
-  if (!one_pass && o < O)
+  // (the row's smallest exponent, reduced above: every scaled square and sum normal at 2^-E)
+  const int row_emin = KContig ? semin[r][0] : semin[0][c];
+  const bool second_pass = !one_pass && omax > 0 && 2 * (row_emin - E) < kOnePassFloor;
+  if (!one_pass && !second_pass && erun != INT_MIN)
+    sum = ldexp(sum, 2 * (erun - E)), l1 = ldexp(l1, erun - E);
+  if (second_pass) sum = 0, l1 = 0;
+  if (second_pass && o < O)
     for (index_t h = lane; h < K; h += lanes) {
       const T x = X[at<KContig>(h, o, ld)];
       for (int p = 0; p < P::count; ++p) {
@@ -302,6 +327,69 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
       *reinterpret_cast<char4*>(out.dst + L * out.stride + h + col * out.Kp) = q;
     });
   }
+}
+
+// A block's slices and, beside them, each modulus' Winograd sums (winograd_sums' values, without
+// reading the slices back: the sums pass reads and writes a slice per operand and modulus, this
+// writes one more). Blocks that take the level only: the stacked outer indices parts O (= Op)
+// and Kp are multiples of 32, so each quadrant is Kh = Kp / 2 by Oh = Op / 2. Each thread block
+// takes a 32 x 32 tile of (h, stacked outer index) in the first quadrant and the same tiles of
+// the other three, read along the operand's contiguous index (KContig: h, else o); then each
+// thread writes four consecutive h of one outer index per quadrant and modulus, residues and sums
+// (ozaki::winograd_a for op(A), winograd_b for op(B)) at the same positions of slice l and of
+// sums + l sums_stride.
+template <class T, Width W, bool KContig, bool OfA>
+__global__ void __launch_bounds__(256) to_slices_and_sums(index_t K, index_t O, const T* X, index_t ld, bool conj,
+                                                          const int* e, SliceOut out, int8_t* sums,
+                                                          std::size_t sums_stride) {
+  __shared__ Scaled<W> tile[4][32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
+  const index_t Kh = out.Kp / 2, Oh = Parts<T>::count * O / 2;
+  const index_t h0 = blockIdx.x * index_t(32), q0 = blockIdx.y * index_t(32);
+  // quadrant d = 2 r + c (winograd_sums' order): op(A)'s r halves its rows and c halves k,
+  // op(B)'s r halves k and c its columns
+  auto h_off = [&](int d) { return (OfA ? (d & 1) : (d >> 1)) * Kh; };
+  auto q_off = [&](int d) { return (OfA ? (d >> 1) : (d & 1)) * Oh; };
+  for (int d = 0; d < 4; ++d)
+    for (int u = ty; u < 32; u += 8) {
+      const int hl = KContig ? tx : u, ql = KContig ? u : tx;
+      const index_t h = h0 + hl, qi = q0 + ql;
+      Scaled<W> v = 0;
+      if (h < Kh && qi < Oh) {
+        const index_t hh = h + h_off(d), q = qi + q_off(d);
+        const int p = Parts<T>::count == 2 && q >= O ? 1 : 0;  // (stacked: the imaginary parts from O on)
+        const index_t o = q - p * O;
+        if (hh < K) v = scaled<false, W>(X[at<KContig>(hh, o, ld)], p, e[o], conj);
+      }
+      tile[d][hl][ql] = v;
+    }
+  __syncthreads();
+  const int t = ty * 32 + tx, hq = t & 7, orow = t >> 3;
+  const index_t h = h0 + 4 * hq, qi = q0 + orow;
+  if (h >= Kh || qi >= Oh) return;
+  Scaled<W> v[4][4];
+  for (int d = 0; d < 4; ++d)
+    for (int u = 0; u < 4; ++u) v[d][u] = tile[d][4 * hq + u][orow];
+  for_moduli(out.N, [&](auto lc) {
+    constexpr int L = decltype(lc)::value;
+    int r[4][4], w[4][4];
+    for (int d = 0; d < 4; ++d)
+      for (int u = 0; u < 4; ++u) r[d][u] = sym_residue<L, W>(v[d][u]);
+    for (int u = 0; u < 4; ++u) {
+      const int a[4] = {r[0][u], r[1][u], r[2][u], r[3][u]};
+      int c[4];
+      if constexpr (OfA) ozaki::winograd_a<modulus(L)>(a, c);
+      else ozaki::winograd_b<modulus(L)>(a, c);
+      for (int d = 0; d < 4; ++d) w[d][u] = c[d];
+    }
+    for (int d = 0; d < 4; ++d) {
+      const std::size_t at_d = std::size_t(h + h_off(d)) + std::size_t(qi + q_off(d)) * out.Kp;
+      *reinterpret_cast<char4*>(out.dst + L * out.stride + at_d) =
+          char4{char(r[d][0]), char(r[d][1]), char(r[d][2]), char(r[d][3])};
+      *reinterpret_cast<char4*>(sums + L * sums_stride + at_d) =
+          char4{char(w[d][0]), char(w[d][1]), char(w[d][2]), char(w[d][3])};
+    }
+  });
 }
 
 // One modulus: the int32 product (rows x cols of the stacked operands, ld = ldc) reduced to
@@ -1064,9 +1152,34 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   const index_t kk = k * parts;  // entries per stacked row, for the rounding term
   // The slices of the first kq of k of op(A)'s rows or a panel of op(B)'s columns (Magnitude:
   // one slice of magnitudes); the stacked rows past parts * O are zero.
+  // sums (op(A)'s where of_a, else op(B)'s): each modulus' Winograd sums made beside its slice,
+  // modulus l's at sums + l sums_stride (to_slices_and_sums; a block that takes the level).
   auto slices = [&](bool magnitude, const Sizes& zz, int NN, index_t kq, bool kcontig, index_t O, const T* X,
-                    index_t ld, bool conj, const int* e, int8_t* dst, index_t Op) {
+                    index_t ld, bool conj, const int* e, int8_t* dst, index_t Op, int8_t* sums = nullptr,
+                    std::size_t sums_stride = 0, bool of_a = true) {
     SliceOut out{dst, std::size_t(zz.Kp) * Op, zz.Kp, O, NN};
+    if (sums) {  // (the level's blocks: Op = parts O and Kp multiples of 32, no rows to pad)
+      auto launch = [&](auto w, auto kc, auto a) {
+        constexpr Width W = decltype(w)::value;
+        const dim3 grid(unsigned((zz.Kp / 2 + 31) / 32), unsigned((Op / 2 + 31) / 32));
+        to_slices_and_sums<T, W, decltype(kc)::value, decltype(a)::value>
+            <<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out, sums, sums_stride);
+      };
+      auto with_width = [&](auto kc, auto a) {
+        const Width w = width_for(scale_bound(NN, kk) + 0.5);
+        if (w == Width::int32) launch(std::integral_constant<Width, Width::int32>{}, kc, a);
+        else if (w == Width::fp64) launch(std::integral_constant<Width, Width::fp64>{}, kc, a);
+        else launch(std::integral_constant<Width, Width::int64>{}, kc, a);
+      };
+      auto with_layout = [&](auto a) {
+        if (kcontig) with_width(std::true_type{}, a);
+        else with_width(std::false_type{}, a);
+      };
+      if (of_a) with_layout(std::true_type{});
+      else with_layout(std::false_type{});
+      cuda_check(cudaGetLastError(), "slice and sums kernel");
+      return;
+    }
     if (Op > parts * O)
       for (int l = 0; l < NN; ++l)
         cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * zz.Kp, 0,
@@ -1148,6 +1261,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         mag_a = held.magnitude_slices.get(), OpA = held.magnitude_rows;
       } else {
         OpA = magnitudes(a_kcontig, rows, a_rows(i0), lda, sa + i0, ea + i0, wk.a);
+        clock.mark("bound: magnitudes", s);
         if (const std::size_t bytes = std::size_t(zq->Kp) * OpA;
             rows == m && keep && Impl::HeldA::grow(held.magnitude_slices, bytes, s)) {
           cuda_check(cudaMemcpyAsync(held.magnitude_slices.get(), wk.a, bytes, cudaMemcpyDeviceToDevice, s), "D2D");
@@ -1158,13 +1272,16 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
       for (index_t j0 = 0; j0 < n; j0 += zq->nb) {
         const index_t w = std::min(zq->nb, n - j0), wp = (w + step - 1) / step;
         const index_t OpB = magnitudes(b_kcontig, w, b_cols(j0), ldb, sb + j0, eb + j0, wk.b);
+        clock.mark("bound: magnitudes", s);
         im.int8_gemm(s, OpA, OpB, zq->Kp, mag_a, wk.b, wk.c32);
+        clock.mark("bound: product", s);
         const dim3 grid(unsigned((rp + 255) / 256), unsigned(std::min<index_t>(wp, 128)));
         if (cplx)
           product_ratios<true><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
         else
           product_ratios<false><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
         cuda_check(cudaGetLastError(), "product ratios kernel");
+        clock.mark("bound: ratios", s);
       }
     });
     cuda_check(cudaMemcpyAsync(im.flags_host.get(), flags, sizeof(Flags), cudaMemcpyDeviceToHost, s), "D2H");
@@ -1227,7 +1344,15 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   if (!fitted)
     return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
            " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
-  const Sizes z = *fitted;
+  // The first level's sums of every modulus made beside the slices where the budget has room
+  // for them (else one modulus' at a time, from its slices, before its products).
+  Sizes z = *fitted;
+  if (const Sizes zs = emulation::with_sums_of_every_modulus(z, N); zs.sums_slots > 1 && zs.total <= budget) {
+    z = zs;
+    im.work.reserve(z.total);
+  }
+  const bool sums_with_slices = z.sums_slots > 1;
+  const std::size_t sums_stride_a = align256(std::size_t(z.Kp) * z.OpA), sums_stride_b = align256(std::size_t(z.Kp) * z.OpB);
   const bool a_reused = a_from_held && a_elsewhere;
   const index_t nb = z.nb;
   const Work wk = carve(z);
@@ -1274,18 +1399,24 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   bool any_level = false, any_two = false;
   blocks(z, [&](index_t i0, index_t rows) {
     const index_t OpA = round_up(parts * rows, 16);
+    // (op(A)'s sums with its slices where this block's first panel takes the level; a panel
+    // that takes it without them makes them from the slices)
+    const bool a_sums = sums_with_slices && !a_reused && levels_for(z, rows, std::min(nb, n)) > 0;
     if (!a_reused) {
-      slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA);
+      slices(false, z, N, k, a_kcontig, rows, a_rows(i0), lda, ta == Op::C && cplx, ea + i0, slices_a, OpA,
+             a_sums ? wk.sums_a : nullptr, sums_stride_a, true);
       clock.mark("slices A", s);
     }
     if (a_elsewhere) held.N = N;
     for (index_t j0 = 0; j0 < n; j0 += nb) {
       const index_t w = std::min(nb, n - j0);
       const index_t OpB = round_up(parts * w, 16);
-      slices(false, z, N, k, b_kcontig, w, b_cols(j0), ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB);
-      clock.mark("slices B", s);
       const int levels = levels_for(z, rows, w);
       const bool level = levels > 0;
+      const bool b_sums = sums_with_slices && level;
+      slices(false, z, N, k, b_kcontig, w, b_cols(j0), ldb, tb == Op::C && cplx, eb + j0, slices_b, OpB,
+             b_sums ? wk.sums_b : nullptr, sums_stride_b, false);
+      clock.mark("slices B", s);
       any_level |= level;
       any_two |= levels == 2;
       const std::size_t plane = std::size_t(parts) * rows * w;
@@ -1304,22 +1435,25 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         if (level) {  // this modulus' sums, then P1..P7 on the quadrants in place, each of half the rows, columns and k
           // (on the products' stream: made beside the fold on the free SMs, they held up the next
           // product at 32768; docs/performance.md, "Session 33")
-          launch_winograd_sums(l, true, z.Kp / 2, OpA / 2, z.Kp, slices_a + at_a, wk.sums_a, gs);
-          launch_winograd_sums(l, false, z.Kp / 2, OpB / 2, z.Kp, slices_b + at_b, wk.sums_b, gs);
+          // (made with the slices where sums_with_slices: modulus l's slot)
+          int8_t* const sums_a = wk.sums_a + (sums_with_slices ? l * sums_stride_a : 0);
+          int8_t* const sums_b = wk.sums_b + (sums_with_slices ? l * sums_stride_b : 0);
+          if (!a_sums) launch_winograd_sums(l, true, z.Kp / 2, OpA / 2, z.Kp, slices_a + at_a, sums_a, gs);
+          if (!b_sums) launch_winograd_sums(l, false, z.Kp / 2, OpB / 2, z.Kp, slices_b + at_b, sums_b, gs);
           cuda_check(cudaGetLastError(), "Winograd sums kernel");
           clock.mark("Winograd sums", s);
           for (int r = 0; r < 7; ++r) {
             const ozaki::WinogradOperand oa = ozaki::kWinogradA[r], ob = ozaki::kWinogradB[r];
-            const int8_t* xa = (oa.sum ? wk.sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant, 1);
-            const int8_t* xb = (ob.sum ? wk.sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant, 1);
+            const int8_t* xa = (oa.sum ? sums_a : slices_a + at_a) + quadrant(true, OpA, oa.quadrant, 1);
+            const int8_t* xb = (ob.sum ? sums_b : slices_b + at_b) + quadrant(false, OpB, ob.quadrant, 1);
             if (levels == 1) {
               im.int8_gemm(gs, OpA / 2, OpB / 2, z.Kp / 2, xa, xb, product + r * quarter, z.Kp, sm_target);
               continue;
             }
             // the second level inside product r: its operands' sums (in place at ld Kp, after the
             // first level's), then its seven products of a quarter of the rows, columns and k
-            int8_t* sa2 = wk.sums_a + align256(std::size_t(z.Kp) * z.OpA);
-            int8_t* sb2 = wk.sums_b + align256(std::size_t(z.Kp) * z.OpB);
+            int8_t* sa2 = wk.sums_a + z.sums_slots * sums_stride_a;
+            int8_t* sb2 = wk.sums_b + z.sums_slots * sums_stride_b;
             launch_winograd_sums(l, true, z.Kp / 4, OpA / 4, z.Kp, xa, sa2, gs);
             launch_winograd_sums(l, false, z.Kp / 4, OpB / 4, z.Kp, xb, sb2, gs);
             cuda_check(cudaGetLastError(), "Winograd sums kernel");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "cuda/emulation_blocks.hpp"
 
@@ -66,6 +67,33 @@ TEST(EmulationBlocks, TheWholeProductWhereItFits) {
   EXPECT_EQ(big->mb, 32768);
   EXPECT_EQ(big->nb, 32768);
   EXPECT_EQ(big->levels, 2);
+}
+
+// Room for every modulus' first-level sums (made beside the slices): N - 1 more slices' worth per
+// operand, after the slices, products and residues as before; nothing without a level.
+TEST(EmulationBlocks, SumsOfEveryModulusTakeASliceEachMore) {
+  for (int levels : {0, 1, 2})
+    for (const auto& [m, nb, k, cplx] : {std::tuple<index_t, index_t, index_t, bool>{16384, 16384, 16384, false},
+                                         {4096, 2048, 1000, true}, {64, 96, 160, false}}) {
+      const Sizes z = sizes_for(m, m, k, cplx, 14, nb, false, levels);
+      const Sizes w = with_sums_of_every_modulus(z, 14);
+      if (levels == 0) {
+        EXPECT_EQ(w.total, z.total);
+        EXPECT_EQ(w.sums_slots, 1);
+        continue;
+      }
+      const std::size_t a = align256(std::size_t(z.Kp) * z.OpA), b = align256(std::size_t(z.Kp) * z.OpB);
+      EXPECT_EQ(w.sums_slots, 14);
+      EXPECT_EQ(w.sums_a, z.sums_a + 13 * a);
+      EXPECT_EQ(w.sums_b, z.sums_b + 13 * b);
+      EXPECT_EQ(w.total, z.total + 13 * (a + b));
+      // (each slot holds a modulus' four sums: one slice of op(A), one of a panel of op(B))
+      EXPECT_GE(a, std::size_t(z.Kp) * z.OpA);
+      EXPECT_EQ(w.slices_a, z.slices_a);
+      EXPECT_EQ(w.c32, z.c32);
+      EXPECT_EQ(with_sums_of_every_modulus(w, 14).total, w.total);  // (already there)
+      EXPECT_EQ(with_sums_of_every_modulus(z, 1).total, z.total);
+    }
 }
 
 // f64 49152 on an H200 (141 GB, the operands 58 GB: a budget of about 0.9 x 83 GB): the first

@@ -274,6 +274,43 @@ TEST(Int8Emulation, ProductBoundMatchesTheHostTwin) {
   gpu_matches_host_twin<std::complex<float>>(21, 7, 1500);
 }
 
+// The statistics of f64 rows and columns in one pass (outer_stats: sums at each thread's largest
+// exponent so far, rescaled) or two (where the smallest entries' squares would be subnormal):
+// the host twin's exponents and bits, with 16 moduli forced so that the rule declines nothing.
+// Rows: 900 binades (the second pass), magnitudes growing along k (a rescale at each new
+// exponent), subnormal entries, uniform; op(A) read either way round.
+TEST(Int8Emulation, DoublePrecisionStatisticsInOnePassKeepTheHostTwinsBits) {
+  REQUIRE_GPU();
+  const index_t m = 40, n = 24, k = 700;
+  std::mt19937 g(11);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  auto entry = [&](index_t o, index_t h) {
+    switch (o % 4) {
+      case 0: return uni(g) * std::ldexp(1.0, -int(h * 900 / k));
+      case 1: return uni(g) * std::ldexp(1.0, int(h * 40 / k) - 40);
+      case 2: return uni(g) * std::ldexp(1.0, h % 3 == 0 ? -1070 : -1040);
+      default: return uni(g);
+    }
+  };
+  for (Op ta : {Op::N, Op::T}) {
+    std::vector<double> A(m * k), B(k * n), C(m * n, 0.0), Ch(m * n, 0.0);
+    for (index_t i = 0; i < m; ++i)
+      for (index_t h = 0; h < k; ++h) A[ta == Op::N ? i + h * m : h + i * k] = entry(i, h);
+    for (index_t j = 0; j < n; ++j)
+      for (index_t h = 0; h < k; ++h) B[h + j * k] = entry(j + 1, h);
+    const index_t lda = ta == Op::N ? m : k;
+    EngineOptions o;
+    o.moduli = 16;
+    auto e = make_engine("gpu-ozaki", o);
+    e->gemm(ta, Op::N, m, n, k, 1.0, A.data(), lda, B.data(), k, 0.0, C.data(), m);
+    const ozaki::HostResult h = ozaki::host_gemm<double>({}, 16, 0, ta, Op::N, m, n, k, 1.0, A.data(), lda, B.data(),
+                                                         k, 0.0, Ch.data(), m);
+    ASSERT_TRUE(h.emulated()) << h.choice.why;
+    EXPECT_EQ(e->describe().find("run natively"), std::string::npos) << e->describe();
+    for (index_t t = 0; t < m * n; ++t) ASSERT_EQ(C[t], Ch[t]) << t << " " << to_char(ta);
+  }
+}
+
 // A workspace cap (DISTMM_EMULATION_WORKSPACE) small enough for row blocks and column panels,
 // in the bound's product and the moduli's: the same integers, so bit-identical to the uncapped
 // product, op(A) and op(B) read either way round.
