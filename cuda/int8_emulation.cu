@@ -545,23 +545,32 @@ __global__ void fold_two_levels(index_t hr, index_t hw, const int* P, std::size_
 // The |A||B|-aware bound's largest ratios (ozaki::product_terms) over a panel of w columns:
 // S from the magnitudes' int32 product (complex: Re from RR + II, Im from RI + IR), mp x wp of
 // it; step 2: rows and columns in pairs (pair_outer), each pair's larger norms.
-// Each thread takes one i and the columns j = blockIdx.y + t gridDim.y; a warp's largest goes
-// to the flags in one atomic (one per thread made them the pass's cost).
+// Each thread takes one i and the columns j = blockIdx.y + c gridDim.y; a warp's largest goes
+// to the flags in one atomic (one per thread made them the pass's cost). The block's columns'
+// norms are made once into shared memory (cols, ratio_columns(wp, gridDim.y) of them) instead of
+// again by every thread for every entry (that made the pass a third of the bound's product).
+inline index_t ratio_columns(index_t wp, index_t gy) { return (wp + gy - 1) / gy; }
 template <bool Complex>
 __global__ void product_ratios(index_t mp, index_t wp, const int* C, index_t ldc, const OuterStat* sa,
                                const OuterStat* sb, index_t m, index_t w, int step, long long kk, Flags* flags) {
+  extern __shared__ double2 cols[];
   const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
+  for (index_t c = threadIdx.x, j = blockIdx.y + c * gridDim.y; j < wp; c += blockDim.x, j = blockIdx.y + c * gridDim.y) {
+    const OuterStat& b0 = sb[j * step];
+    const OuterStat& b1 = sb[min(j * step + step, w) - 1];
+    const int Eb = ozaki::pair_exponent(b0.s, b0.E, b1.s, b1.E);
+    cols[c] = make_double2(ozaki::pair_norm(b0.s, b0.E, b1.s, b1.E, Eb), ozaki::pair_norm(b0.l1, b0.E, b1.l1, b1.E, Eb));
+  }
+  __syncthreads();
   double X = 0, Y = 0;
   if (i < mp) {
     const OuterStat& a0 = sa[i * step];
     const OuterStat& a1 = sa[min(i * step + step, m) - 1];
     const int Ea = ozaki::pair_exponent(a0.s, a0.E, a1.s, a1.E);
     const double as = ozaki::pair_norm(a0.s, a0.E, a1.s, a1.E, Ea), al = ozaki::pair_norm(a0.l1, a0.E, a1.l1, a1.E, Ea);
-    for (index_t j = blockIdx.y; j < wp; j += gridDim.y) {
-      const OuterStat& b0 = sb[j * step];
-      const OuterStat& b1 = sb[min(j * step + step, w) - 1];
-      const int Eb = ozaki::pair_exponent(b0.s, b0.E, b1.s, b1.E);
-      const double bs = ozaki::pair_norm(b0.s, b0.E, b1.s, b1.E, Eb), bl = ozaki::pair_norm(b0.l1, b0.E, b1.l1, b1.E, Eb);
+    index_t c = 0;
+    for (index_t j = blockIdx.y; j < wp; j += gridDim.y, ++c) {
+      const double bs = cols[c].x, bl = cols[c].y;
       for (int p = 0; p < (Complex ? 2 : 1); ++p) {
         const long long S = !Complex ? C[i + j * ldc]
                             : p == 0 ? (long long)C[i + j * ldc] + C[(i + mp) + (j + wp) * ldc]
@@ -1275,11 +1284,14 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
         clock.mark("bound: magnitudes", s);
         im.int8_gemm(s, OpA, OpB, zq->Kp, mag_a, wk.b, wk.c32);
         clock.mark("bound: product", s);
-        const dim3 grid(unsigned((rp + 255) / 256), unsigned(std::min<index_t>(wp, 128)));
+        // (at most 2048 columns' norms per block in shared memory: 32 KiB)
+        const index_t gy = std::min<index_t>(wp, std::max<index_t>(128, (wp + 2047) / 2048));
+        const dim3 grid(unsigned((rp + 255) / 256), unsigned(gy));
+        const std::size_t shared = std::size_t(ratio_columns(wp, gy)) * sizeof(double2);
         if (cplx)
-          product_ratios<true><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
+          product_ratios<true><<<grid, 256, shared, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
         else
-          product_ratios<false><<<grid, 256, 0, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
+          product_ratios<false><<<grid, 256, shared, s>>>(rp, wp, wk.c32, OpA, sa + i0, sb + j0, rows, w, int(step), kk, flags);
         cuda_check(cudaGetLastError(), "product ratios kernel");
         clock.mark("bound: ratios", s);
       }
