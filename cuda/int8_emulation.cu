@@ -1167,28 +1167,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
                     index_t ld, bool conj, const int* e, int8_t* dst, index_t Op, int8_t* sums = nullptr,
                     std::size_t sums_stride = 0, bool of_a = true) {
     SliceOut out{dst, std::size_t(zz.Kp) * Op, zz.Kp, O, NN};
-    if (sums) {  // (the level's blocks: Op = parts O and Kp multiples of 32, no rows to pad)
-      auto launch = [&](auto w, auto kc, auto a) {
-        constexpr Width W = decltype(w)::value;
-        const dim3 grid(unsigned((zz.Kp / 2 + 31) / 32), unsigned((Op / 2 + 31) / 32));
-        to_slices_and_sums<T, W, decltype(kc)::value, decltype(a)::value>
-            <<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out, sums, sums_stride);
-      };
-      auto with_width = [&](auto kc, auto a) {
-        const Width w = width_for(scale_bound(NN, kk) + 0.5);
-        if (w == Width::int32) launch(std::integral_constant<Width, Width::int32>{}, kc, a);
-        else if (w == Width::fp64) launch(std::integral_constant<Width, Width::fp64>{}, kc, a);
-        else launch(std::integral_constant<Width, Width::int64>{}, kc, a);
-      };
-      auto with_layout = [&](auto a) {
-        if (kcontig) with_width(std::true_type{}, a);
-        else with_width(std::false_type{}, a);
-      };
-      if (of_a) with_layout(std::true_type{});
-      else with_layout(std::false_type{});
-      cuda_check(cudaGetLastError(), "slice and sums kernel");
-      return;
-    }
+    // (with sums, the level's blocks: Op = parts O and Kp multiples of 32, no rows to pad)
     if (Op > parts * O)
       for (int l = 0; l < NN; ++l)
         cuda_check(cudaMemsetAsync(dst + l * out.stride + parts * O * zz.Kp, 0,
@@ -1197,6 +1176,20 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
     auto launch = [&](auto mag, auto w) {
       constexpr bool M = decltype(mag)::value;
       constexpr Width W = decltype(w)::value;
+      if constexpr (!M) {
+        if (sums) {
+          const dim3 grid(unsigned((zz.Kp / 2 + 31) / 32), unsigned((Op / 2 + 31) / 32));
+          auto fused = [&](auto kc, auto a) {
+            to_slices_and_sums<T, W, decltype(kc)::value, decltype(a)::value>
+                <<<grid, dim3(32, 8), 0, s>>>(kq, O, X, ld, conj, e, out, sums, sums_stride);
+          };
+          if (kcontig && of_a) fused(std::true_type{}, std::true_type{});
+          else if (kcontig) fused(std::true_type{}, std::false_type{});
+          else if (of_a) fused(std::false_type{}, std::true_type{});
+          else fused(std::false_type{}, std::false_type{});
+          return;
+        }
+      }
       if (kcontig) {
         const dim3 grid(unsigned((zz.Kp / 4 + 127) / 128), unsigned(std::min<index_t>(O, 65535)));
         to_slices_kcontig<T, M, W><<<grid, 128, 0, s>>>(kq, O, X, ld, conj, e, out);
