@@ -75,22 +75,38 @@ __device__ __forceinline__ void for_moduli(int N, F&& f) {
 }
 
 // How the scaled entries' residues are taken, by their largest magnitude (T' + 1/2): below
-// 2^31 in 32-bit integers (ozaki::sym_residue32), below 2^56 in double precision
-// (ozaki::sym_residue_fp: the rounded entry is an integer-valued double, exactly), else from
+// 2^31 in 32-bit integers (ozaki::residue32), below 2^56 in double precision
+// (ozaki::residue_fp: the rounded entry is an integer-valued double, exactly), else from
 // 64-bit integers; the same residue each way.
 enum class Width { int32, fp64, int64 };
 Width width_for(double largest) {
   return largest < 0x1p31 ? Width::int32 : largest < 0x1p56 ? Width::fp64 : Width::int64;
 }
 // The scaled, rounded entry as the residues read it: a double in the fp64 width (no conversion
-// to an integer and back), else a 64-bit integer.
+// to an integer and back), a 32-bit integer in the int32 width (half the shared memory and
+// registers of the slice kernels' tiles), else a 64-bit integer.
 template <Width W>
-using Scaled = std::conditional_t<W == Width::fp64, double, long long>;
-template <int L, Width W = Width::int64>
-__device__ __forceinline__ int sym_residue(Scaled<W> v) {
-  if constexpr (W == Width::int32) return ozaki::sym_residue32<modulus(L)>(int(v));
-  else if constexpr (W == Width::fp64) return ozaki::sym_residue_fp<modulus(L)>(v);
-  else return ozaki::sym_residue<modulus(L)>(v);
+using Scaled = std::conditional_t<W == Width::fp64, double, std::conditional_t<W == Width::int32, int, long long>>;
+// The residue in [0, m_L) of a scaled entry, and the slices' word of four consecutive ones: their
+// symmetric residues' bytes (ozaki::symmetric_bytes).
+template <int L, Width W>
+__device__ __forceinline__ unsigned residue(Scaled<W> v) {
+  constexpr int m = modulus(L);
+  if constexpr (W == Width::int32) return ozaki::residue32<m>(v);
+  else if constexpr (W == Width::fp64) return ozaki::residue_fp<m>(v);
+  else {
+    const int r = ozaki::sym_residue<m>(v);
+    return unsigned(r < 0 ? r + m : r);
+  }
+}
+template <int L>
+__device__ __forceinline__ unsigned slice_word(const unsigned (&u)[4]) {
+  return ozaki::symmetric_bytes<modulus(L)>(ozaki::pack_bytes(u[0], u[1], u[2], u[3]));
+}
+template <int L, Width W>
+__device__ __forceinline__ unsigned slice_word(const Scaled<W> (&v)[4]) {
+  const unsigned u[4] = {residue<L, W>(v[0]), residue<L, W>(v[1]), residue<L, W>(v[2]), residue<L, W>(v[3])};
+  return slice_word<L>(u);
 }
 
 template <class T>
@@ -134,6 +150,12 @@ __device__ __forceinline__ index_t at(index_t h, index_t o, index_t ld) {
 // The smallest 2 (emin - E) for which outer_stats' one pass in double precision gives the
 // second pass's bits: its squares then lie at or above 2^-1000, clear of the subnormals (2^-1022).
 constexpr int kOnePassFloor = -1000;
+// ilogb(a) of a finite nonzero double, from its exponent bits where it is normal (ilogb's own
+// cases cost more than the rest of outer_stats' work per entry).
+__device__ __forceinline__ int exponent_of(double a) {
+  const int biased = int((__double_as_longlong(a) >> 52) & 0x7ff);
+  return biased != 0 ? biased - 1023 : ilogb(a);
+}
 template <class T, bool KContig>
 __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T* X, index_t ld,
                                                    OuterStat* st, Flags* flags) {
@@ -164,7 +186,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
         const double a = fabs(P::get(x, p));
         if (!isfinite(a)) bad = 1;
         else if (a != 0) {
-          const int ea = ilogb(a);
+          const int ea = exponent_of(a);
           mx = fmax(mx, a), logsum += ea, ++nnz, emin = min(emin, ea);
           if (one_pass) {
             sum += a * a, l1 += a;
@@ -173,7 +195,7 @@ __global__ void __launch_bounds__(512) outer_stats(index_t K, index_t O, const T
               if (erun != INT_MIN) sum = ldexp(sum, 2 * (erun - ea)), l1 = ldexp(l1, erun - ea);
               erun = ea;
             }
-            const double v = ldexp(a, -erun);
+            const double v = ozaki::times_pow2(a, -erun);  // (ldexp's value: a power of two's product)
             sum += v * v, l1 += v;
           }
         }
@@ -266,10 +288,11 @@ __device__ __forceinline__ Scaled<W> scaled(const T& x, int p, int e, bool conj)
   if (Magnitude) return Scaled<W>(floor(fabs(v)));
   if (conj && p == 1) v = -v;
   if constexpr (W == Width::fp64) return rint(v);
+  else if constexpr (W == Width::int32) return __double2int_rn(v);
   else return __double2ll_rn(v);
 }
 
-// k-contiguous operands: each thread takes 4 consecutive h of one o and writes one char4 per
+// k-contiguous operands: each thread takes 4 consecutive h of one o and writes one word per
 // slice; h in [K, Kp) is written as zeros. W: how the residues are taken (width_for).
 template <class T, bool Magnitude, Width W>
 __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, bool conj,
@@ -285,9 +308,7 @@ __global__ void to_slices_kcontig(index_t K, index_t O, const T* X, index_t ld, 
       const index_t col = o + p * out.imag_at;
       for_moduli(out.N, [&](auto lc) {
         constexpr int L = decltype(lc)::value;
-        char4 q{char(sym_residue<L, W>(v[0])), char(sym_residue<L, W>(v[1])), char(sym_residue<L, W>(v[2])),
-                char(sym_residue<L, W>(v[3]))};
-        *reinterpret_cast<char4*>(out.dst + L * out.stride + h0 + col * out.Kp) = q;
+        *reinterpret_cast<unsigned*>(out.dst + L * out.stride + h0 + col * out.Kp) = slice_word<L, W>(v);
       });
     }
   }
@@ -311,7 +332,7 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
     }
   }
   __syncthreads();
-  // written as the k-contiguous kernel writes: four consecutive h of one o per thread, one char4
+  // written as the k-contiguous kernel writes: four consecutive h of one o per thread, one word
   // per slice (Kp is a multiple of 4), eight threads along each row of the tile
   const int t = ty * 32 + tx, hq = t & 7, orow = t >> 3;
   const index_t h = h0 + 4 * hq, o = o0 + orow;
@@ -322,9 +343,7 @@ __global__ void __launch_bounds__(256) to_slices_transpose(index_t K, index_t O,
     const index_t col = o + p * out.imag_at;
     for_moduli(out.N, [&](auto lc) {
       constexpr int L = decltype(lc)::value;
-      char4 q{char(sym_residue<L, W>(v[0])), char(sym_residue<L, W>(v[1])), char(sym_residue<L, W>(v[2])),
-              char(sym_residue<L, W>(v[3]))};
-      *reinterpret_cast<char4*>(out.dst + L * out.stride + h + col * out.Kp) = q;
+      *reinterpret_cast<unsigned*>(out.dst + L * out.stride + h + col * out.Kp) = slice_word<L, W>(v);
     });
   }
 }
@@ -367,27 +386,26 @@ __global__ void __launch_bounds__(256) to_slices_and_sums(index_t K, index_t O, 
   const int t = ty * 32 + tx, hq = t & 7, orow = t >> 3;
   const index_t h = h0 + 4 * hq, qi = q0 + orow;
   if (h >= Kh || qi >= Oh) return;
-  Scaled<W> v[4][4];
-  for (int d = 0; d < 4; ++d)
-    for (int u = 0; u < 4; ++u) v[d][u] = tile[d][4 * hq + u][orow];
   for_moduli(out.N, [&](auto lc) {
     constexpr int L = decltype(lc)::value;
-    int r[4][4], w[4][4];
-    for (int d = 0; d < 4; ++d)
-      for (int u = 0; u < 4; ++u) r[d][u] = sym_residue<L, W>(v[d][u]);
+    // (residues in [0, m): the sums' one compare each; one h at a time, read from the tile again
+    // for each modulus and its bytes put into the words at once, so that few registers hold
+    // them and more blocks fit on an SM)
+    unsigned rw[4] = {0, 0, 0, 0}, sw[4] = {0, 0, 0, 0};
     for (int u = 0; u < 4; ++u) {
-      const int a[4] = {r[0][u], r[1][u], r[2][u], r[3][u]};
-      int c[4];
+      const volatile Scaled<W>* at = &tile[0][4 * hq + u][orow];  // (volatile: not kept across moduli)
+      constexpr int quadrant = 32 * 33;  // (tile[d + 1] - tile[d])
+      const unsigned a[4] = {residue<L, W>(at[0]), residue<L, W>(at[quadrant]), residue<L, W>(at[2 * quadrant]),
+                             residue<L, W>(at[3 * quadrant])};
+      unsigned c[4];
       if constexpr (OfA) ozaki::winograd_a<modulus(L)>(a, c);
       else ozaki::winograd_b<modulus(L)>(a, c);
-      for (int d = 0; d < 4; ++d) w[d][u] = c[d];
+      for (int d = 0; d < 4; ++d) rw[d] |= a[d] << (8 * u), sw[d] |= c[d] << (8 * u);
     }
     for (int d = 0; d < 4; ++d) {
       const std::size_t at_d = std::size_t(h + h_off(d)) + std::size_t(qi + q_off(d)) * out.Kp;
-      *reinterpret_cast<char4*>(out.dst + L * out.stride + at_d) =
-          char4{char(r[d][0]), char(r[d][1]), char(r[d][2]), char(r[d][3])};
-      *reinterpret_cast<char4*>(sums + L * sums_stride + at_d) =
-          char4{char(w[d][0]), char(w[d][1]), char(w[d][2]), char(w[d][3])};
+      *reinterpret_cast<unsigned*>(out.dst + L * out.stride + at_d) = ozaki::symmetric_bytes<modulus(L)>(rw[d]);
+      *reinterpret_cast<unsigned*>(sums + L * sums_stride + at_d) = ozaki::symmetric_bytes<modulus(L)>(sw[d]);
     }
   });
 }
@@ -656,20 +674,18 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
     double v[2][V];
     for (int p = 0; p < (Complex ? 2 : 1); ++p) {
       const uint8_t* u = Rs + p * m * n + i + j * m;
-      auto bytes = [&](int l, unsigned (&b)[V]) {
-        if constexpr (V == 4) {
-          const uchar4 q = *reinterpret_cast<const uchar4*>(u + l * plane);
-          b[0] = q.x, b[1] = q.y, b[2] = q.z, b[3] = q.w;
-        } else {
-          b[0] = u[l * plane];
-        }
-      };
+      // Every modulus' bytes loaded before any is summed: loaded inside for_moduli (N known only
+      // at run time), each load waited for the one before (Nsight Compute, f64 16384 on an H200:
+      // 44% of the stalls on these loads, 1.3 TB/s).
+      unsigned q[kMax];
+#pragma unroll
+      for (int l = 0; l < kMax; ++l)
+        if (l < crt.N) q[l] = V == 4 ? *reinterpret_cast<const unsigned*>(u + l * plane) : unsigned(u[l * plane]);
       // f(l, t, u) for every modulus l (a compile-time constant) and entry t: u its byte
       auto each = [&](auto&& f) {
         for_moduli(crt.N, [&](auto lc) {
-          unsigned b[V];
-          bytes(decltype(lc)::value, b);
-          for (int t = 0; t < V; ++t) f(lc, t, b[t]);
+          constexpr int l = decltype(lc)::value;
+          for (int t = 0; t < V; ++t) f(lc, t, (q[l] >> (8 * t)) & 0xffu);
         });
       };
       double x[V];

@@ -57,40 +57,68 @@ DISTMM_HD int sym_residue(long long v) {
   return r >= (m + 1) / 2 ? r - m : r;
 }
 
-// The same for |v| < 2^31 (the scaled entries where T' + 1 < 2^31: N <= 7): one 32-bit
-// remainder instead of three, the same value.
+// The slice kernels take residues in [0, m) instead (unsigned: one compare fewer per residue
+// and per Winograd sum) and turn four of them into symmetric bytes at once (symmetric_bytes):
+// the same bytes as sym_residue's. umin(x, x - m) is x mod m for x in [0, 2 m) and
+// umin(x, x + m) for x in (-m, m) (a negative x wraps above every residue).
+DISTMM_HD unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+// |v| < 2^31 (the scaled entries where T' + 1 < 2^31: N <= 7): one 32-bit remainder.
 template <int m>
-DISTMM_HD int sym_residue32(int v) {
-  int r = v % m;  // in (-m, m)
-  if (r < -(m / 2)) r += m;
-  else if (r > (m - 1) / 2) r -= m;
-  return r;
+DISTMM_HD unsigned residue32(int v) {
+  const int r = v % m;  // in (-m, m)
+  return umin(unsigned(r), unsigned(r + m));
 }
-
-// The same for an integer-valued double below 2^56 in magnitude (an f64 entry scaled and
-// rounded keeps at most 53 significant bits, so it is exact as a double; N <= 14 moduli keep
-// entries below 2^56): q = v / m rounded (within 1/2 + 1/16 of v / m), r = v - q m exact by one
-// fma, one step into the symmetric range. Floating-point additions and multiplications only:
-// rint by adding and subtracting 1.5 2^52 (exact for |v / m| < 2^51, whether or not the product
-// is fused into the addition: q differs by at most one then, and the step still lands r in the
-// range), and r's integer as the low word of r + 1.5 2^52 (r is small), instead of a rounding
-// and a conversion per modulus, which run at a quarter of the rate or less.
+// An integer-valued double below 2^56 in magnitude (an f64 entry scaled and rounded keeps at
+// most 53 significant bits, so it is exact as a double; N <= 14 moduli keep entries below
+// 2^56): q = rint(v / m - 3/4), r = v - q m exact by one fma, one step down into [0, m).
+// Floating-point additions and multiplications only: rint by adding and subtracting 1.5 2^52
+// (exact for |x| < 2^51), and r's integer as the low word of r + 1.5 2^52 (r is small), instead
+// of a rounding and a conversion per modulus, which run at a quarter of the rate or less. Why
+// one step suffices: v inv - 3/4 is computed within 1/8 of v / m - 3/4 (1/m's rounding costs
+// |v / m| 2^-53 < 1/16, the fma's rounding at most half an ulp of 2^49, 1/32), so for
+// q_f = floor(v / m) (v / m in [q_f, q_f + 1 - 1/m]) q is q_f - 1 or q_f and r is in [0, 2 m).
 template <int m>
-DISTMM_HD int sym_residue_fp(double v) {
+DISTMM_HD unsigned residue_fp(double v) {
   constexpr double inv = 1.0 / m, magic = 0x1.8p52;
 #ifdef __CUDA_ARCH__
-  const double q = (v * inv + magic) - magic;
-  int r = __double2loint(fma(-q, double(m), v) + magic);
+  const double q = (fma(v, inv, -0.75) + magic) - magic;
+  const unsigned r = unsigned(__double2loint(fma(-q, double(m), v) + magic));
 #else
-  const double q = (v * inv + magic) - magic;
+  const double q = (std::fma(v, inv, -0.75) + magic) - magic;
   const double rm = std::fma(-q, double(m), v) + magic;
   std::uint64_t bits;
   std::memcpy(&bits, &rm, sizeof bits);
-  int r = int(std::uint32_t(bits));
+  const unsigned r = unsigned(std::uint32_t(bits));
 #endif
-  if (r > (m - 1) / 2) r -= m;
-  else if (r < -(m / 2)) r += m;
-  return r;
+  return umin(r, r - m);
+}
+template <int m>
+DISTMM_HD unsigned mod_add(unsigned a, unsigned b) {  // a, b in [0, m)
+  const unsigned s = a + b;
+  return umin(s, s - m);
+}
+template <int m>
+DISTMM_HD unsigned mod_sub(unsigned a, unsigned b) {
+  const unsigned d = a - b;
+  return umin(d, d + m);
+}
+// Four residues in [0, m), one per byte (byte t from u_t), and the word of their symmetric
+// residues' bytes: each byte u > (m-1)/2 takes u - m, that is u + 256 - m mod 256, which stays
+// below 256 (u < m), so no byte carries into the next; bit 7 of u + 128 - (m+1)/2 (below 256
+// too) flags those bytes. (m = 256: the bytes already are.)
+DISTMM_HD unsigned pack_bytes(unsigned u0, unsigned u1, unsigned u2, unsigned u3) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(__byte_perm(u0, u1, 0x0040), __byte_perm(u2, u3, 0x0040), 0x5410);
+#else
+  return u0 | u1 << 8 | u2 << 16 | u3 << 24;
+#endif
+}
+template <int m>
+DISTMM_HD unsigned symmetric_bytes(unsigned w) {
+  if constexpr (m == 256) return w;
+  constexpr unsigned K = 128 - (m + 1) / 2;
+  const unsigned high = ((w + K * 0x01010101u) >> 7) & 0x01010101u;
+  return w + high * unsigned(256 - m);
 }
 
 // One modulus' exact int32 (or combined complex, int64) sum reduced to u = (c mod m) y mod m,
@@ -128,21 +156,30 @@ template <int m>
 DISTMM_HD int sym_sub(int a, int b) {
   return sym_add<m>(a, -b);  // (-b is at most m/2: one step still suffices)
 }
+// (the Winograd sums in either form: symmetric residues, or residues in [0, m))
+template <int m>
+DISTMM_HD int ring_add(int a, int b) { return sym_add<m>(a, b); }
+template <int m>
+DISTMM_HD int ring_sub(int a, int b) { return sym_sub<m>(a, b); }
+template <int m>
+DISTMM_HD unsigned ring_add(unsigned a, unsigned b) { return mod_add<m>(a, b); }
+template <int m>
+DISTMM_HD unsigned ring_sub(unsigned a, unsigned b) { return mod_sub<m>(a, b); }
 // Quadrant q = 2 r + c: r the row half, c the column half (A11 A12 A21 A22).
 // op(A)'s sums S1..S4 and op(B)'s T1..T4, into s[0..3].
-template <int m>
-DISTMM_HD void winograd_a(const int (&a)[4], int (&s)[4]) {
-  s[0] = sym_add<m>(a[2], a[3]);  // S1 = A21 + A22
-  s[1] = sym_sub<m>(s[0], a[0]);  // S2 = S1 - A11
-  s[2] = sym_sub<m>(a[0], a[2]);  // S3 = A11 - A21
-  s[3] = sym_sub<m>(a[1], s[1]);  // S4 = A12 - S2
+template <int m, class I>
+DISTMM_HD void winograd_a(const I (&a)[4], I (&s)[4]) {
+  s[0] = ring_add<m>(a[2], a[3]);  // S1 = A21 + A22
+  s[1] = ring_sub<m>(s[0], a[0]);  // S2 = S1 - A11
+  s[2] = ring_sub<m>(a[0], a[2]);  // S3 = A11 - A21
+  s[3] = ring_sub<m>(a[1], s[1]);  // S4 = A12 - S2
 }
-template <int m>
-DISTMM_HD void winograd_b(const int (&b)[4], int (&t)[4]) {
-  t[0] = sym_sub<m>(b[1], b[0]);  // T1 = B12 - B11
-  t[1] = sym_sub<m>(b[3], t[0]);  // T2 = B22 - T1
-  t[2] = sym_sub<m>(b[3], b[1]);  // T3 = B22 - B12
-  t[3] = sym_sub<m>(t[1], b[2]);  // T4 = T2 - B21
+template <int m, class I>
+DISTMM_HD void winograd_b(const I (&b)[4], I (&t)[4]) {
+  t[0] = ring_sub<m>(b[1], b[0]);  // T1 = B12 - B11
+  t[1] = ring_sub<m>(b[3], t[0]);  // T2 = B22 - T1
+  t[2] = ring_sub<m>(b[3], b[1]);  // T3 = B22 - B12
+  t[3] = ring_sub<m>(t[1], b[2]);  // T4 = T2 - B21
 }
 // Whether a product takes the level (the GPU's emulation and its host twin): its stacked rows R
 // and columns W (twice a complex product's) and its k padded to Kp multiples of 32, so that each

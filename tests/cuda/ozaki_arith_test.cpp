@@ -45,13 +45,18 @@ void residues_of(const std::vector<long long>& values) {
     EXPECT_EQ(((i128(v) - r) % m + m) % m, 0) << "v " << v << " m " << m;
   }
 }
+// The symmetric residue of u in [0, m) (the slice kernels' residues).
+template <int m>
+int sym_of(unsigned u) {
+  return u > unsigned(m - 1) / 2 ? int(u) - m : int(u);
+}
 // The 32-bit residue where the scaled entries fit in int32, and the 32-bit fold of a real
 // product's int32 sum: the same values as the 64-bit ones.
 template <int m>
 void residues32_of(const std::vector<long long>& values) {
   for (long long v : values)
     if (v > INT32_MIN && v <= INT32_MAX) {
-      EXPECT_EQ(sym_residue32<m>(int(v)), sym_residue<m>(v)) << "v " << v << " m " << m;
+      EXPECT_EQ(sym_of<m>(residue32<m>(int(v))), sym_residue<m>(v)) << "v " << v << " m " << m;
       for (int y : {1, 2, m / 2 + 1, m - 1}) {
         EXPECT_EQ(fold<m>(int(v), y), fold<m>(v, y)) << "v " << v << " m " << m;
         if (std::llabs(v) < 4 * m)  // (the two-level fold's sums of four reduced quadrants)
@@ -66,7 +71,9 @@ void residues_fp_of(const std::vector<long long>& values) {
   for (long long v : values) {
     const double d = double(v);
     if (std::fabs(d) >= 0x1p56 || (long long)d != v) continue;  // (outside its range)
-    EXPECT_EQ(sym_residue_fp<m>(d), sym_residue<m>(v)) << "v " << v << " m " << m;
+    const unsigned u = residue_fp<m>(d);
+    EXPECT_LT(u, unsigned(m)) << "v " << v << " m " << m;
+    EXPECT_EQ(sym_of<m>(u), sym_residue<m>(v)) << "v " << v << " m " << m;
   }
 }
 template <std::size_t... L>
@@ -92,9 +99,47 @@ TEST(OzakiArith, SymmetricResiduesAreCongruentAndFitInt8) {
       for (long long d : {-1ll, 0ll, 1ll}) {
         const long long base = ((1ll << e) / m) * m + m / 2 + d;
         v.push_back(base), v.push_back(-base);
+        // (and whole multiples, where v / m is closest to an integer: residue_fp's edge)
+        const long long whole = ((1ll << e) / m) * m + d;
+        v.push_back(whole), v.push_back(-whole);
       }
+  for (long long d = 1; d <= 300; ++d) v.push_back((1ll << 56) - d), v.push_back(-(1ll << 56) + d);
   residues_all(v, std::make_index_sequence<kMaxModuli>{});
 }
+
+// The slice kernels' arithmetic in [0, m): sums and differences, the Winograd sums, and four
+// residues to symmetric bytes give what the symmetric forms give, for every residue of the
+// smallest and largest moduli and for random ones of the rest.
+template <int m>
+void unsigned_forms_match() {
+  std::mt19937 g(m);
+  std::vector<unsigned> us;
+  for (unsigned u = 0; u < unsigned(m); ++u) us.push_back(u);
+  for (unsigned a : us)
+    for (unsigned b : us) {
+      ASSERT_EQ(sym_of<m>(mod_add<m>(a, b)), sym_add<m>(sym_of<m>(a), sym_of<m>(b))) << m << " " << a << " " << b;
+      ASSERT_EQ(sym_of<m>(mod_sub<m>(a, b)), sym_sub<m>(sym_of<m>(a), sym_of<m>(b))) << m << " " << a << " " << b;
+    }
+  for (int t = 0; t < 20000; ++t) {
+    auto any = [&] { return unsigned(g() % unsigned(m)); };
+    const bool edge = t < int(us.size());  // (every residue once in the first and last bytes)
+    const unsigned u[4] = {edge ? us[t] : any(), any(), any(), edge ? us[us.size() - 1 - t] : any()};
+    const int s[4] = {sym_of<m>(u[0]), sym_of<m>(u[1]), sym_of<m>(u[2]), sym_of<m>(u[3])};
+    const unsigned w = symmetric_bytes<m>(pack_bytes(u[0], u[1], u[2], u[3]));
+    for (int b = 0; b < 4; ++b) ASSERT_EQ(int(std::int8_t(w >> (8 * b))), s[b]) << m << " byte " << b;
+    unsigned ua[4], ub[4];
+    int sa[4], sb[4];
+    winograd_a<m>(u, ua), winograd_a<m>(s, sa);
+    winograd_b<m>(u, ub), winograd_b<m>(s, sb);
+    for (int d = 0; d < 4; ++d) ASSERT_EQ(sym_of<m>(ua[d]), sa[d]) << m << " S" << d + 1;
+    for (int d = 0; d < 4; ++d) ASSERT_EQ(sym_of<m>(ub[d]), sb[d]) << m << " T" << d + 1;
+  }
+}
+template <std::size_t... L>
+void unsigned_forms_all(std::index_sequence<L...>) {
+  (unsigned_forms_match<modulus(int(L))>(), ...);
+}
+TEST(OzakiArith, ResiduesInZeroToMGiveTheSymmetricBytes) { unsigned_forms_all(std::make_index_sequence<kMaxModuli>{}); }
 
 // The one-word CRT (N <= 7): the unreduced sum, reduced once, is the 128-bit one's sum, and
 // gives its double, for random residues and at the extremes (every u_l = m_l - 1: the largest sum).
