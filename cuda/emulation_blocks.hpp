@@ -32,9 +32,7 @@ struct Sizes {
 // The workspace of row blocks of m rows and panels of nb columns, at k = kk (one chunk of it)
 // and N slices. (a_held: op(A)'s slices live in the held buffer, not in the workspace; levels:
 // with room for that many Winograd levels in the residues)
-inline Sizes sizes_for(index_t m, index_t n, index_t kk, bool cplx, int N, index_t nb, bool a_held = false,
-                       int levels = 0) {
-  (void)n;
+inline Sizes sizes_for(index_t m, index_t kk, bool cplx, int N, index_t nb, bool a_held = false, int levels = 0) {
   Sizes z{};
   z.levels = levels;
   const bool level = levels > 0;
@@ -93,7 +91,7 @@ inline std::optional<Sizes> fit_blocks(index_t m, index_t n, index_t kq, bool cp
     if (a_held && mb < m) break;
     const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
     for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
-      Sizes zz = sizes_for(mb, n, kq, cplx, N, nb, a_held);
+      Sizes zz = sizes_for(mb, kq, cplx, N, nb, a_held);
       if (zz.total <= budget) {
         int wanted = 0;  // (the most that a block takes, the last ones included)
         for (index_t r : {mb, m - (m - 1) / mb * mb})
@@ -101,7 +99,7 @@ inline std::optional<Sizes> fit_blocks(index_t m, index_t n, index_t kq, bool cp
             if (level) wanted = std::max(wanted, ozaki::residue_levels(mode, parts * r, parts * w, zz.Kp, cplx));
         int lv = wanted;
         for (; lv > 0; --lv)
-          if (const Sizes zl = sizes_for(mb, n, kq, cplx, N, nb, a_held, lv); zl.total <= budget) {
+          if (const Sizes zl = sizes_for(mb, kq, cplx, N, nb, a_held, lv); zl.total <= budget) {
             zz = zl;
             break;
           }

@@ -1014,7 +1014,7 @@ int Int8Emulation::default_moduli(Dtype dt) {
 std::size_t Int8Emulation::workspace_bytes(index_t m, index_t n, index_t k, Dtype dt, int moduli) {
   const bool cplx = dt == Dtype::c32 || dt == Dtype::c64;
   const index_t rows = std::min<index_t>(m, 8192), cols = std::min<index_t>(n, 4096);
-  return sizes_for(rows, cols, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), cols).total +
+  return sizes_for(rows, std::max<index_t>(k, 1), cplx, moduli > 0 ? moduli : default_moduli(dt), cols).total +
          Impl::kLtWorkspace + align256((m + n) * (sizeof(OuterStat) + sizeof(int))) + 2 * sizeof(Flags);
 }
 
@@ -1345,7 +1345,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   // most half the budget and of the memory free and fit whole beside the rest (held.N only once
   // they are queued).
   budget = budget_now();
-  const std::size_t a_slice_bytes = sizes_for(m, 16, k, cplx, N, 16).slices_a;  // (whole rows)
+  const std::size_t a_slice_bytes = sizes_for(m, k, cplx, N, 16).slices_a;  // (whole rows)
   const bool a_from_held = held.N == N;
   if (!a_from_held) held.N = 0;
   std::optional<Sizes> fitted;
@@ -1363,7 +1363,7 @@ std::string Int8Emulation::chunk(cudaStream_t s, Op ta, Op tb, index_t m, index_
   }
   if (!fitted) fitted = fit(k, N, false, level_wanted);
   if (!fitted)
-    return "workspace: " + std::to_string(sizes_for(16, n, k, cplx, N, 16).total >> 20) +
+    return "workspace: " + std::to_string(sizes_for(16, k, cplx, N, 16).total >> 20) +
            " MiB needed even in blocks of 16 x 16, " + std::to_string(budget >> 20) + " MiB free";
   // The first level's sums of every modulus made beside the slices where the budget has room
   // for them (else one modulus' at a time, from its slices, before its products).

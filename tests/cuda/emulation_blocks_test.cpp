@@ -27,14 +27,14 @@ std::optional<Sizes> first_fit(index_t m, index_t n, index_t k, bool cplx, int N
     if (a_held && mb < m) return std::nullopt;
     const index_t least_nb = mb <= 256 ? 16 : std::min<index_t>(n, std::max<index_t>(mb / 4, 256));
     for (index_t nb = n;; nb = round_up(nb / 2, 16)) {
-      Sizes z = sizes_for(mb, n, k, cplx, N, nb, a_held);
+      Sizes z = sizes_for(mb, k, cplx, N, nb, a_held);
       if (z.total <= budget) {
         int wanted = 0;
         for (index_t r : {mb, m - (m - 1) / mb * mb})
           for (index_t w : {nb, n - (n - 1) / nb * nb})
             if (level) wanted = std::max(wanted, ozaki::residue_levels(mode, parts * r, parts * w, z.Kp, cplx));
         for (int lv = wanted; lv > 0; --lv)
-          if (const Sizes zl = sizes_for(mb, n, k, cplx, N, nb, a_held, lv); zl.total <= budget) return zl;
+          if (const Sizes zl = sizes_for(mb, k, cplx, N, nb, a_held, lv); zl.total <= budget) return zl;
         return z;
       }
       if (nb <= 16 || round_up(nb / 2, 16) < least_nb) break;
@@ -75,7 +75,7 @@ TEST(EmulationBlocks, SumsOfEveryModulusTakeASliceEachMore) {
   for (int levels : {0, 1, 2})
     for (const auto& [m, nb, k, cplx] : {std::tuple<index_t, index_t, index_t, bool>{16384, 16384, 16384, false},
                                          {4096, 2048, 1000, true}, {64, 96, 160, false}}) {
-      const Sizes z = sizes_for(m, m, k, cplx, 14, nb, false, levels);
+      const Sizes z = sizes_for(m, k, cplx, 14, nb, false, levels);
       const Sizes w = with_sums_of_every_modulus(z, 14);
       if (levels == 0) {
         EXPECT_EQ(w.total, z.total);
@@ -159,7 +159,7 @@ TEST(EmulationBlocks, TheBlocksFitAndTakeLevelsOnlyWhereTheyPay) {
     EXPECT_TRUE(z->mb >= 1 && z->mb <= std::max<index_t>(m, 16) && z->nb >= 1 && z->nb <= std::max<index_t>(n, 16))
         << what;
     if (a_held) EXPECT_EQ(z->mb, m) << what;
-    const Sizes again = sizes_for(z->mb, n, k, cplx, N, z->nb, a_held, z->levels);
+    const Sizes again = sizes_for(z->mb, k, cplx, N, z->nb, a_held, z->levels);
     EXPECT_EQ(again.total, z->total) << what;
     EXPECT_LE(z->levels, level ? levels_of_blocks(*z, m, n, cplx, mode) : 0) << what;
     EXPECT_GE(z->levels, f->levels) << what;
