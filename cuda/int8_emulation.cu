@@ -674,18 +674,22 @@ __global__ void crt_combine(index_t m, index_t n, const uint8_t* Rs, std::size_t
     double v[2][V];
     for (int p = 0; p < (Complex ? 2 : 1); ++p) {
       const uint8_t* u = Rs + p * m * n + i + j * m;
-      // Every modulus' bytes loaded before any is summed: loaded inside for_moduli (N known only
-      // at run time), each load waited for the one before (Nsight Compute, f64 16384 on an H200:
-      // 44% of the stalls on these loads, 1.3 TB/s).
-      unsigned q[kMax];
-#pragma unroll
-      for (int l = 0; l < kMax; ++l)
-        if (l < crt.N) q[l] = V == 4 ? *reinterpret_cast<const unsigned*>(u + l * plane) : unsigned(u[l * plane]);
+      auto bytes = [&](int l, unsigned (&b)[V]) {
+        if constexpr (V == 4) {
+          const uchar4 q = *reinterpret_cast<const uchar4*>(u + l * plane);
+          b[0] = q.x, b[1] = q.y, b[2] = q.z, b[3] = q.w;
+        } else {
+          b[0] = u[l * plane];
+        }
+      };
       // f(l, t, u) for every modulus l (a compile-time constant) and entry t: u its byte
+      // (loading every modulus' bytes first instead: 11% more instructions and 2.7% slower at
+      // f64 16384, ALU-bound; docs/performance.md, "Session 37")
       auto each = [&](auto&& f) {
         for_moduli(crt.N, [&](auto lc) {
-          constexpr int l = decltype(lc)::value;
-          for (int t = 0; t < V; ++t) f(lc, t, (q[l] >> (8 * t)) & 0xffu);
+          unsigned b[V];
+          bytes(decltype(lc)::value, b);
+          for (int t = 0; t < V; ++t) f(lc, t, b[t]);
         });
       };
       double x[V];
